@@ -136,7 +136,7 @@ func (l List) Type() Type {
 
 // Type of an Opaque term follows its tag byte.
 func (o *Opaque) Type() Type {
-	if len(o.Raw) == 0 {
+	if o == nil || len(o.Raw) == 0 {
 		return TypeReference
 	}
 	switch o.Raw[0] {
@@ -144,7 +144,7 @@ func (o *Opaque) Type() Type {
 		return TypePid
 	case tagPort, tagNewPort, tagV4Port:
 		return TypePort
-	case tagNewFun, tagExport:
+	case tagNewFun, tagExport, tagFun:
 		return TypeFun
 	default:
 		return TypeReference

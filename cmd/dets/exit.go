@@ -1,0 +1,89 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/godets/godets/dets"
+	"github.com/godets/godets/exclusive"
+)
+
+// Exit codes, fixed by the CLI contract in DESIGN.md.
+const (
+	exitOK          = 0 // success
+	exitError       = 1 // usage or any other error
+	exitNeedsRepair = 2 // the file was not closed properly
+	exitCorrupt     = 3 // check (or a read) found damage
+	exitNotDETS     = 4 // not a DETS file, or an unsupported version
+	exitBusy        = 5 // the lock is held, or --wait expired
+)
+
+// usageError is a bad command line. It always exits 1.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// exitError carries an explicit exit code and an optional message; an empty
+// message means the command already reported on stdout or stderr.
+type codedError struct {
+	code int
+	err  error
+}
+
+func (e *codedError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+func (e *codedError) Unwrap() error { return e.err }
+
+// exitCode maps an error to the contract's exit code. Busy and timeout come
+// first: they say nothing about the file, only about its owner.
+func exitCode(err error) int {
+	var ce *codedError
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ce):
+		return ce.code
+	case errors.As(err, &ue):
+		return exitError
+	case errors.Is(err, exclusive.ErrBusy), errors.Is(err, exclusive.ErrTimedOut):
+		return exitBusy
+	case errors.Is(err, dets.ErrNotDETS), errors.Is(err, dets.ErrUnsupportedVersion):
+		return exitNotDETS
+	case errors.Is(err, exclusive.ErrNeedsRepair), errors.Is(err, dets.ErrNeedsRepair),
+		errors.Is(err, dets.ErrNotClosed):
+		return exitNeedsRepair
+	case errors.Is(err, dets.ErrCorrupt):
+		return exitCorrupt
+	}
+	return exitError
+}
+
+// hint adds what an operator should do next for the common failures.
+func hint(err error) string {
+	switch exitCode(err) {
+	case exitNeedsRepair:
+		return " (run 'dets repair FILE', or pass --repair auto)"
+	case exitBusy:
+		if !errors.Is(err, exclusive.ErrTimedOut) {
+			return " (try --wait 5s)"
+		}
+	}
+	return ""
+}
+
+// oneLine makes an error message fit on one line of stderr.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	s = strings.ReplaceAll(s, "\r\n", "; ")
+	return strings.NewReplacer("\n", "; ", "\r", " ").Replace(s)
+}

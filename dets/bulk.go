@@ -1,0 +1,183 @@
+package dets
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"slices"
+
+	"github.com/godets/godets/etf"
+)
+
+// bulkObject is one object fed to the bulk builder.
+type bulkObject struct {
+	slot uint32   // the object's slot in the new table: slotOf(phash2(key), M, N) with M, N = layoutFor(next)
+	key  etf.Term // element keyPos of the object
+	obj  object   // the object and its term_to_binary encoding
+}
+
+// bulkParams describe the table the bulk builder makes.
+type bulkParams struct {
+	kind               Kind
+	keyPos             int
+	minSlots, maxSlots uint32 // powers of two, 256 <= min <= max <= 32Mi
+	next               uint32 // slots in use: a multiple of 256 in [minSlots, maxSlots]
+}
+
+func (p *bulkParams) validate() error {
+	isPow2 := func(v uint32) bool { return v != 0 && v&(v-1) == 0 }
+	if p.kind < Set || p.kind > DuplicateBag || p.keyPos < 1 || !isPow2(p.minSlots) || !isPow2(p.maxSlots) ||
+		p.minSlots < slotsPerSeg || p.maxSlots > maxSlotsLimit || p.next%slotsPerSeg != 0 ||
+		p.next < p.minSlots || p.next > p.maxSlots {
+		return fmt.Errorf("%w: bulk build parameters %+v", ErrInvalidOptions, *p)
+	}
+	return nil
+}
+
+// nextForKeys returns the slot count a bulk build uses for nkeys keys:
+// slots >= keys, within [min, max].
+func nextForKeys(nkeys int64, minSlots, maxSlots uint32) uint32 {
+	n := (nkeys + slotsPerSeg - 1) / slotsPerSeg * slotsPerSeg
+	return uint32(min(max(n, int64(minSlots)), int64(maxSlots)))
+}
+
+// build replaces the content of t's file with a new table laid out as an
+// OTP bulk build does (parts at 1336, then all segments, the buddy base
+// after them), holding the objects of src, and saves it (closed properly,
+// fsynced).
+//
+// Contract for src: objects come in ascending slot order, every slot below
+// p.next; the objects of one slot come in time order, oldest first (for a
+// set the last object of a key wins, for a bag the last of identical
+// objects decides its position, as in Insert). Only one slot's objects are
+// held in memory at a time, so src may stream from disk (a repair sorts
+// objects by slot with an external sort). An error from src, or a slot out
+// of order, stops the build and is returned; the file is then left marked
+// not closed.
+//
+// t needs f, path, kind and keyPos set; the rest of its state is rebuilt.
+func (t *Table) build(p bulkParams, src iter.Seq2[bulkObject, error]) error {
+	if err := p.validate(); err != nil {
+		return err
+	}
+	t.kind, t.keyPos = p.kind, p.keyPos
+	if err := t.initLayout(p.minSlots, p.maxSlots, p.next); err != nil {
+		return err
+	}
+	var gs []group
+	cur := uint32(0)
+	have := false
+	flush := func() error {
+		if len(gs) == 0 {
+			return nil
+		}
+		err := t.writeGroups(cur, slotEntry{}, gs)
+		gs = gs[:0]
+		return err
+	}
+	for o, err := range src {
+		if err != nil {
+			return err
+		}
+		if o.slot >= p.next || (have && o.slot < cur) {
+			return fmt.Errorf("%w: bulk build: object for slot %d after slot %d (next %d)", ErrInvalidOptions, o.slot, cur, p.next)
+		}
+		if !have || o.slot != cur {
+			if err := flush(); err != nil {
+				return err
+			}
+			// Slots ascend: the previous segment's entries are done.
+			if have && o.slot/slotsPerSeg != cur/slotsPerSeg {
+				t.segCache[cur/slotsPerSeg] = nil
+			}
+			cur, have = o.slot, true
+		}
+		var dk, do int
+		gs, dk, do = applyInsert(p.kind, gs, o.key, o.obj)
+		t.h.noKeys += uint32(dk)
+		t.h.noObjects += uint32(do)
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	return t.save()
+}
+
+// buildFile writes a new, properly closed table file at path (replacing any
+// file there) from src, with build's contract. Repair uses it to write
+// path.TMP before renaming it over the damaged file; the caller syncs the
+// directory.
+func buildFile(fsys FS, path string, p bulkParams, src iter.Seq2[bulkObject, error]) error {
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	t := &Table{path: path, fsys: fsys, f: f}
+	err = t.build(p, src)
+	return errors.Join(err, f.Close())
+}
+
+// InitTable replaces the whole content of the table with the objects of
+// objs, in a bulk layout (OTP init_table/2): the file is rebuilt with
+// slots >= keys (at least the table's minimum) and the buckets written once
+// each, which is much faster than inserting one by one. Objects are applied
+// in order with Insert's rules. All objects are read and encoded before the
+// file is touched, so an error from objs, or a bad object, leaves the table
+// unchanged; the objects' encodings are held in memory meanwhile.
+func (t *Table) InitTable(objs iter.Seq2[etf.Term, error]) error {
+	if err := t.begin(true); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	type item struct {
+		bulkObject
+		hash uint32
+	}
+	var items []item
+	for o, err := range objs {
+		if err != nil {
+			return err
+		}
+		ps, err := t.prepare([]etf.Term{o})
+		if err != nil {
+			return err
+		}
+		items = append(items, item{bulkObject{key: ps[0].key, obj: ps[0].obj}, ps[0].hash})
+	}
+	// Count distinct keys: sort by hash, then key.
+	idx := make([]int, len(items))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		if c := cmpInt64(int64(items[a].hash), int64(items[b].hash)); c != 0 {
+			return c
+		}
+		return etf.CompareExact(items[a].key, items[b].key)
+	})
+	nkeys := int64(0)
+	for i, x := range idx {
+		if i == 0 || items[idx[i-1]].hash != items[x].hash || !etf.Equal(items[idx[i-1]].key, items[x].key) {
+			nkeys++
+		}
+	}
+	next := nextForKeys(nkeys, t.h.minSlots, t.h.maxSlots)
+	m, n := layoutFor(next)
+	for i := range items {
+		items[i].slot = slotOf(items[i].hash, m, n)
+	}
+	// Slot order; a stable sort keeps each slot's objects in input order.
+	slices.SortStableFunc(items, func(a, b item) int { return cmpInt64(int64(a.slot), int64(b.slot)) })
+	if err := t.markDirty(); err != nil {
+		return t.fail(err)
+	}
+	p := bulkParams{kind: t.kind, keyPos: t.keyPos, minSlots: t.h.minSlots, maxSlots: t.h.maxSlots, next: next}
+	return t.fail(t.build(p, func(yield func(bulkObject, error) bool) {
+		for _, it := range items {
+			if !yield(it.bulkObject, nil) {
+				return
+			}
+		}
+	}))
+}

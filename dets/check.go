@@ -1,0 +1,196 @@
+package dets
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/godets/godets/etf"
+)
+
+// maxCheckProblems bounds how many problems Check reports.
+const maxCheckProblems = 20
+
+// Check verifies the table's structure against the file and returns nil or
+// an error matching ErrCorrupt that lists the problems found (joined
+// *CorruptionErrors). It reads every bucket and checks:
+//
+//   - every object decodes, is a tuple with KeyPos elements, and its key
+//     hashes to the slot it is in;
+//   - keys in a bucket are strictly ascending by etf.CompareExact, a set has
+//     one object per key, a bag no identical objects under one key;
+//   - the header's object and key counts and the size-class counters equal
+//     the real ones;
+//   - parts, segments, buckets and free blocks tile the buddy area from 1336
+//     without gaps or overlaps, and data lies inside the file;
+//   - on a clean file, the header and free lists on disk equal the state in
+//     memory.
+//
+// Check does not modify the table.
+func (t *Table) Check() error {
+	if err := t.begin(false); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	c := checker{t: t}
+	c.run()
+	if len(c.problems) == 0 {
+		return nil
+	}
+	return errors.Join(c.problems...)
+}
+
+type checker struct {
+	t        *Table
+	problems []error
+}
+
+func (c *checker) add(section string, off int64, format string, args ...any) {
+	if len(c.problems) < maxCheckProblems {
+		c.problems = append(c.problems, corrupt(c.t.path, section, off, format, args...))
+	}
+}
+
+func (c *checker) run() {
+	t := c.t
+	var blocks []block
+	for p := range numParts {
+		if t.parts[p] != 0 && p < (len(t.segs)+segsPerPart-1)/segsPerPart {
+			blocks = append(blocks, block{int64(t.parts[p]), partSize, "part"})
+		}
+	}
+	for _, s := range t.segs {
+		blocks = append(blocks, block{int64(s), segmentSize, "segment"})
+	}
+	var counters [numCounters]uint32
+	var objects, keys uint32
+	for slot := uint32(0); slot < t.h.next; slot++ {
+		e, err := t.entry(slot)
+		if err != nil {
+			c.add("segment", 0, "slot %d: %v", slot, err)
+			return
+		}
+		if e.size == 0 {
+			if e.ptr != 0 {
+				c.add("segment", 0, "slot %d: empty entry with pointer %d", slot, e.ptr)
+			}
+			continue
+		}
+		gs, _, err := t.readGroups(slot)
+		if err != nil {
+			c.problems = append(c.problems, err)
+			continue
+		}
+		if len(gs) == 0 {
+			c.add("bucket", int64(e.ptr), "slot %d: empty bucket", slot)
+		}
+		blocks = append(blocks, block{int64(e.ptr), pow2ceil(int64(e.size)), fmt.Sprintf("bucket of slot %d", slot)})
+		if i := counterIndex(int64(e.size)); i >= 0 {
+			counters[i]++
+		} else {
+			c.add("bucket", int64(e.ptr), "slot %d: bucket size %d", slot, e.size)
+		}
+		for gi, g := range gs {
+			if s := t.slotFor(keyHash(g.key)); s != slot {
+				c.add("object", int64(e.ptr), "key %v in slot %d hashes to slot %d", g.key, slot, s)
+			}
+			if gi > 0 && etf.CompareExact(gs[gi-1].key, g.key) >= 0 {
+				c.add("bucket", int64(e.ptr), "slot %d: keys %v and %v out of order", slot, gs[gi-1].key, g.key)
+			}
+			if t.kind == Set && len(g.objs) != 1 {
+				c.add("bucket", int64(e.ptr), "slot %d: set key %v has %d objects", slot, g.key, len(g.objs))
+			}
+			if t.kind == Bag {
+				for i := range g.objs {
+					for j := i + 1; j < len(g.objs); j++ {
+						if etf.Equal(g.objs[i].term, g.objs[j].term) {
+							c.add("bucket", int64(e.ptr), "slot %d: bag key %v holds an object twice", slot, g.key)
+						}
+					}
+				}
+			}
+			keys++
+			objects += uint32(len(g.objs))
+		}
+	}
+	if objects != t.h.noObjects || keys != t.h.noKeys {
+		c.add("header", offNoObjects, "header counts %d objects and %d keys, the buckets hold %d and %d", t.h.noObjects, t.h.noKeys, objects, keys)
+	}
+	if counters != t.h.counters {
+		c.add("header", offCounters, "size-class counters %v, buckets give %v", t.h.counters, counters)
+	}
+	c.checkTiling(blocks)
+	if !t.dirty {
+		c.checkDisk()
+	}
+}
+
+// checkTiling verifies that used and free blocks cover the buddy area from
+// 1336 exactly once, and that every used block starts inside the data.
+func (c *checker) checkTiling(used []block) {
+	t := c.t
+	for _, b := range used {
+		if b.addr+min(b.size, 8) > t.fileEnd {
+			c.add("layout", b.addr, "%s lies beyond the end of data %d", b.what, t.fileEnd)
+		}
+	}
+	all := append(used, t.bud.blocks()...)
+	slices.SortFunc(all, func(x, y block) int { return cmpInt64(x.addr, y.addr) })
+	at := int64(baseAddr)
+	for _, b := range all {
+		switch {
+		case b.addr < at:
+			c.add("layout", b.addr, "%s (%d bytes) overlaps the block before it, which ends at %d", b.what, b.size, at)
+		case b.addr > at:
+			c.add("layout", at, "gap of %d bytes before %s", b.addr-at, b.what)
+		}
+		at = max(at, b.addr+b.size)
+	}
+	if at < t.fileEnd {
+		c.add("layout", at, "data after the last block (end of data %d)", t.fileEnd)
+	}
+}
+
+// checkDisk compares a clean file's header and free lists with memory.
+func (c *checker) checkDisk() {
+	t := c.t
+	hb := make([]byte, headerSize)
+	size, err := t.f.Size()
+	if err == nil {
+		err = readFull(t.f, hb, 0)
+	}
+	if err != nil {
+		c.add("header", 0, "reading: %v", err)
+		return
+	}
+	var tb [4]byte
+	if err := readFull(t.f, tb[:], size-trailerSize); err != nil {
+		c.add("header", size-trailerSize, "reading trailer: %v", err)
+		return
+	}
+	h, state, err := checkHeader(hb, size, be.Uint32(tb[:]))
+	if err != nil || state != hdrOK {
+		c.add("header", 0, "on-disk header is not a closed header (%v)", err)
+		return
+	}
+	mem := t.h
+	mem.closed, mem.freelistsPtr = closedProperly, uint32(t.fileEnd)
+	h.md5, mem.md5 = [16]byte{}, [16]byte{}
+	mem.flBase = h.flBase
+	if h != mem {
+		c.add("header", 0, "on-disk header differs from the table state")
+	}
+	area := make([]byte, size-trailerSize-int64(h.freelistsPtr))
+	if err := readFull(t.f, area, int64(h.freelistsPtr)); err != nil {
+		c.add("freelist", int64(h.freelistsPtr), "reading: %v", err)
+		return
+	}
+	b, off, msg := parseFreeLists(area, t.bud.base)
+	if msg != "" {
+		c.add("freelist", int64(h.freelistsPtr)+int64(off), "%s", msg)
+		return
+	}
+	if !slices.EqualFunc(b.free[:], t.bud.free[:], func(x, y []uint32) bool { return slices.Equal(x, y) }) {
+		c.add("freelist", int64(h.freelistsPtr), "on-disk free lists differ from the allocator")
+	}
+}

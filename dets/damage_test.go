@@ -1,0 +1,480 @@
+package dets
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"testing"
+
+	"github.com/godets/godets/etf"
+)
+
+// The damage matrix C5-C10 of reliability.md §9.2, on small fixtures of each
+// kind. Invariants checked for every case (rpDamageCase):
+//   - no panic (a panic fails the case with its stack) and no hang (the
+//     package test timeout);
+//   - every error is one of the package's typed errors;
+//   - a refused open leaves the file byte-identical;
+//   - after a repair, Check is clean, reopening with NoRepair succeeds, and
+//     every surviving object is either a fixture object or visibly damaged
+//     itself (see rpSelfCheck): otp9 objects have no checksums, so damage
+//     inside an object that still decodes survives as altered data, but the
+//     repair never invents, mixes or moves objects.
+
+// rpFixtureObj is {K, V, Payload, CRC} where CRC = crc32 of the encoding of
+// {K, V, Payload}: the test, not the repair, uses it to tell an object
+// altered by the damage from one the repair invented.
+func rpFixtureObj(t testing.TB, k, v, pad int) etf.Term {
+	base := etf.Tuple{etf.Int(k), etf.Int(v), etf.Binary(bytes.Repeat([]byte{byte(k*7 + v)}, pad))}
+	return append(base, etf.Int(int64(crc32.ChecksumIEEE([]byte(rpEnc(t, base))))))
+}
+
+// rpNoSyncFS is the OS file system without fsync: the damage matrix runs
+// thousands of repairs, and durability is not what it tests.
+type rpNoSyncFS struct{ OSFS }
+
+type rpNoSyncFile struct{ File }
+
+func (rpNoSyncFile) Sync() error { return nil }
+
+func (f rpNoSyncFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	file, err := f.OSFS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return rpNoSyncFile{file}, nil
+}
+
+func (rpNoSyncFS) SyncDir(string) error { return nil }
+
+// rpSelfCheck reports whether an object read back is internally consistent.
+func rpSelfCheck(t testing.TB, o etf.Term) bool {
+	tu, ok := o.(etf.Tuple)
+	if !ok || len(tu) != 4 {
+		return false
+	}
+	c, ok := tu[3].(etf.Int)
+	return ok && uint32(c) == crc32.ChecksumIEEE([]byte(rpEnc(t, tu[:3])))
+}
+
+type rpFixture struct {
+	kind Kind
+	img  []byte          // a clean, closed file
+	objs map[string]bool // encodings of its objects
+	n    int             // number of objects (with duplicate_bag copies)
+}
+
+// rpMakeFixture builds a closed file of about 300 inserts (one large
+// object, some deleted keys) that fits in a few KiB.
+func rpMakeFixture(t testing.TB, kind Kind, nKeys int) rpFixture {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "fix.dets")
+	tab, err := Open(path, Options{Kind: kind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newRPModel(kind)
+	for i := range nKeys * 2 {
+		o := rpFixtureObj(t, i%nKeys, i%3, (i%5)*6)
+		if i == 7 {
+			o = rpFixtureObj(t, i%nKeys, 9, 3000)
+		}
+		if err := tab.Insert(o); err != nil {
+			t.Fatal(err)
+		}
+		m.insert(t, o)
+	}
+	for k := 0; k < nKeys; k += 5 {
+		if err := tab.Delete(etf.Int(k)); err != nil {
+			t.Fatal(err)
+		}
+		m.delete(t, etf.Int(k))
+	}
+	if err := tab.Close(); err != nil {
+		t.Fatal(err)
+	}
+	img, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := rpFixture{kind: kind, img: img, objs: map[string]bool{}, n: len(m.sorted())}
+	for _, e := range m.sorted() {
+		f.objs[e] = true
+	}
+	return f
+}
+
+var rpTypedErrors = []error{ErrNeedsRepair, ErrNotDETS, ErrCorrupt, ErrUnsupportedVersion,
+	ErrBadTypeCode, ErrBadHashMethod, ErrUnsupportedHash, ErrKindMismatch, ErrKeyPosMismatch, ErrFileTooLarge}
+
+func rpTyped(err error) bool {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return true
+	}
+	for _, s := range rpTypedErrors {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// rpDamageCase runs one damaged image through NoRepair and AutoRepair opens
+// and checks the invariants. It returns the number of objects recovered, or
+// -1 when the file was refused.
+func rpDamageCase(t *testing.T, dir string, fx rpFixture, img []byte, what string) (n int) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("%s: panic: %v\n%s", what, r, debug.Stack())
+		}
+	}()
+	path := filepath.Join(dir, "d.dets")
+	rpWriteFile(t, path, img)
+	tab, err := Open(path, Options{FS: rpNoSyncFS{}})
+	if err == nil {
+		if cerr := tab.Check(); cerr != nil && !rpTyped(cerr) {
+			t.Fatalf("%s: NoRepair open then Check: untyped error %v", what, cerr)
+		}
+		tab.Close()
+	} else {
+		if !rpTyped(err) {
+			t.Fatalf("%s: NoRepair: untyped error %v", what, err)
+		}
+		if b, _ := os.ReadFile(path); !bytes.Equal(b, img) {
+			t.Fatalf("%s: refused NoRepair open changed the file", what)
+		}
+	}
+	rpWriteFile(t, path, img)
+	tab, err = Open(path, Options{Repair: AutoRepair, FS: rpNoSyncFS{}})
+	if err != nil {
+		if !rpTyped(err) {
+			t.Fatalf("%s: AutoRepair: untyped error %v", what, err)
+		}
+		if b, _ := os.ReadFile(path); !bytes.Equal(b, img) {
+			t.Fatalf("%s: refused AutoRepair open changed the file", what)
+		}
+		rpNoTemps(t, dir)
+		return -1
+	}
+	var objs []etf.Term
+	for o, err := range tab.All() {
+		if err != nil {
+			// A clean-looking file whose damage only shows on reading is
+			// allowed to report it, typed.
+			if !rpTyped(err) {
+				t.Fatalf("%s: All: untyped error %v", what, err)
+			}
+			tab.Close()
+			return -1
+		}
+		objs = append(objs, o)
+	}
+	if cerr := tab.Check(); cerr != nil {
+		// Only a file that opened without repair may be structurally bad
+		// (damage that the open checks cannot see); it must say so typed.
+		if !rpTyped(cerr) {
+			t.Fatalf("%s: Check: untyped error %v", what, cerr)
+		}
+		tab.Close()
+		return -1
+	}
+	if err := tab.Close(); err != nil {
+		t.Fatalf("%s: Close: %v", what, err)
+	}
+	for _, o := range objs {
+		if !fx.objs[rpEnc(t, o)] && rpSelfCheck(t, o) {
+			t.Fatalf("%s: the table holds %v, which is neither a fixture object nor visibly damaged", what, o)
+		}
+	}
+	rpNoTemps(t, dir)
+	return len(objs)
+}
+
+// rpRepairedCase forces a repair of img and checks the post-repair
+// invariants strictly: Check clean, NoRepair reopen, objects explained.
+func rpRepairedCase(t *testing.T, dir string, fx rpFixture, img []byte, what string) int {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("%s: panic: %v\n%s", what, r, debug.Stack())
+		}
+	}()
+	path := filepath.Join(dir, "r.dets")
+	rpWriteFile(t, path, img)
+	_, err := Repair(path, Options{Kind: fx.kind, KeyPos: 1, FS: rpNoSyncFS{}}, nil)
+	if err != nil {
+		if !rpTyped(err) {
+			t.Fatalf("%s: Repair: untyped error %v", what, err)
+		}
+		if b, _ := os.ReadFile(path); !bytes.Equal(b, img) {
+			t.Fatalf("%s: failed repair changed the file", what)
+		}
+		return -1
+	}
+	got := rpReopenClean(t, path)
+	for _, e := range got {
+		o, derr := etf.Decode([]byte(e))
+		if derr != nil {
+			t.Fatal(derr)
+		}
+		if !fx.objs[e] && rpSelfCheck(t, o) {
+			t.Fatalf("%s: repaired table holds %v, neither a fixture object nor visibly damaged", what, o)
+		}
+	}
+	rpNoTemps(t, dir)
+	return len(got)
+}
+
+func rpFixtures(t *testing.T) []rpFixture {
+	var fs []rpFixture
+	for _, k := range rpKinds {
+		fs = append(fs, rpMakeFixture(t, k, 60))
+	}
+	return fs
+}
+
+// TestDamageTruncation (C5): cut the file at every offset.
+func TestDamageTruncation(t *testing.T) {
+	for _, fx := range rpFixtures(t) {
+		t.Run(fx.kind.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			step := 1
+			if testing.Short() {
+				step = 13
+			}
+			t.Logf("fixture: %d bytes, %d objects", len(fx.img), fx.n)
+			for cut := 0; cut < len(fx.img); cut += step {
+				img := fx.img[:cut]
+				n := rpDamageCase(t, dir, fx, img, fmt.Sprintf("cut at %d", cut))
+				m := rpRepairedCase(t, dir, fx, img, fmt.Sprintf("forced repair, cut at %d", cut))
+				// Every object lies before the free lists, so a cut at the
+				// free-list pointer or later loses nothing.
+				if cut >= int(be.Uint32(fx.img)) && m != fx.n {
+					t.Fatalf("cut at %d (after the data) recovered %d of %d objects", cut, m, fx.n)
+				}
+				_ = n
+			}
+		})
+	}
+}
+
+// TestDamageSectors (C6, C8): replace each aligned 512 B and 4 KiB sector
+// with zeros, 0xFF, random bytes and the bytes of an older version of the
+// file (torn writes).
+func TestDamageSectors(t *testing.T) {
+	r := rand.New(rand.NewPCG(rpSeed(t), 3))
+	for _, fx := range rpFixtures(t) {
+		t.Run(fx.kind.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			oldFx := rpMakeFixture(t, fx.kind, 40)
+			old := oldFx.img
+			// A torn write may bring back objects of the older version.
+			both := fx
+			both.objs = maps.Clone(fx.objs)
+			maps.Copy(both.objs, oldFx.objs)
+			for _, sec := range []int{512, 4096} {
+				for off := 0; off < len(fx.img); off += sec {
+					for fill := range 4 {
+						img := slices.Clone(fx.img)
+						end := min(off+sec, len(img))
+						for i := off; i < end; i++ {
+							switch fill {
+							case 0:
+								img[i] = 0
+							case 1:
+								img[i] = 0xFF
+							case 2:
+								img[i] = byte(r.Uint32())
+							case 3:
+								if i < len(old) {
+									img[i] = old[i]
+								}
+							}
+						}
+						what := fmt.Sprintf("sector %d+%d fill %d", off, sec, fill)
+						f := fx
+						if fill == 3 {
+							f = both
+						}
+						rpDamageCase(t, dir, f, img, what)
+						rpRepairedCase(t, dir, f, img, what)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestDamageBitFlips (C7): every bit of the header, segment-array and
+// free-list areas, and random bits elsewhere.
+func TestDamageBitFlips(t *testing.T) {
+	r := rand.New(rand.NewPCG(rpSeed(t), 4))
+	for _, fx := range rpFixtures(t) {
+		t.Run(fx.kind.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			var offs []int
+			step := 1
+			if testing.Short() {
+				step = 7
+			}
+			for i := 0; i < baseAddr; i += step {
+				offs = append(offs, i)
+			}
+			for i := int(be.Uint32(fx.img)); i < len(fx.img); i += step {
+				offs = append(offs, i)
+			}
+			nRand := 2000
+			if testing.Short() {
+				nRand = 200
+			}
+			for range nRand / 8 {
+				offs = append(offs, baseAddr+r.IntN(len(fx.img)-baseAddr))
+			}
+			for _, off := range offs {
+				for bit := range 8 {
+					img := slices.Clone(fx.img)
+					img[off] ^= 1 << bit
+					what := fmt.Sprintf("bit %d of byte %d", bit, off)
+					rpDamageCase(t, dir, fx, img, what)
+					if off >= baseAddr {
+						rpRepairedCase(t, dir, fx, img, what)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestDamageAppendedGarbage (C9): bytes appended to a clean file and to a
+// dirty one.
+func TestDamageAppendedGarbage(t *testing.T) {
+	r := rand.New(rand.NewPCG(rpSeed(t), 5))
+	for _, fx := range rpFixtures(t) {
+		t.Run(fx.kind.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			dirty := slices.Clone(fx.img[:be.Uint32(fx.img)])
+			be.PutUint32(dirty[offClosed:], notProperlyClosed)
+			// A copy of a real bucket: the first ACTIVE one after the segments.
+			var bucketCopy []byte
+			for p := baseAddr; p+8 < len(fx.img); p += 16 {
+				if be.Uint32(fx.img[p+4:]) == statusActive {
+					sz := int(be.Uint32(fx.img[p:]))
+					if sz > 8 && p+sz <= len(fx.img) {
+						bucketCopy = fx.img[p : p+sz]
+						break
+					}
+				}
+			}
+			for _, base := range [][]byte{fx.img, dirty} {
+				for _, n := range []int{1, 7, 511, 512, 4096, 65537} {
+					for fill := range 5 {
+						g := make([]byte, n)
+						for i := range g {
+							switch fill {
+							case 1:
+								g[i] = 0xFF
+							case 2:
+								g[i] = byte(r.Uint32())
+							case 3:
+								g[i] = bucketCopy[i%len(bucketCopy)]
+							case 4:
+								g[i] = fx.img[i%headerEnd]
+							}
+						}
+						img := append(slices.Clone(base), g...)
+						what := fmt.Sprintf("append %d bytes fill %d", n, fill)
+						rpDamageCase(t, dir, fx, img, what)
+						if got := rpRepairedCase(t, dir, fx, img, what); got < fx.n {
+							t.Fatalf("%s: repair recovered %d of %d objects", what, got, fx.n)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestDamageForeignFiles (C10): files that are not DETS files, or hostile
+// ones, are refused with typed errors and never modified.
+func TestDamageForeignFiles(t *testing.T) {
+	fx := rpMakeFixture(t, Set, 20)
+	dir := t.TempDir()
+	hdr := func(mut func(b []byte)) []byte {
+		b := slices.Clone(fx.img)
+		mut(b)
+		return b
+	}
+	cases := map[string][]byte{
+		"empty":       {},
+		"short":       fx.img[:100],
+		"100 A":       bytes.Repeat([]byte("A"), 100),
+		"wrong magic": hdr(func(b []byte) { b[5] ^= 1 }),
+		"version 8":   hdr(func(b []byte) { be.PutUint32(b[offVersion:], 8) }),
+		"version 10":  hdr(func(b []byte) { be.PutUint32(b[offVersion:], 10) }),
+		"huge counts": hdr(func(b []byte) { be.PutUint32(b[offNoObjects:], 1<<31); rpFixMD5(b) }),
+		"huge next":   hdr(func(b []byte) { be.PutUint32(b[offNext:], 1<<31); rpFixMD5(b) }),
+		"fl ptr past EOF": hdr(func(b []byte) {
+			be.PutUint32(b[offFreelistsPtr:], uint32(len(b)+100))
+		}),
+		"bucket size past EOF": hdr(func(b []byte) {
+			for p := baseAddr; p+8 < len(b); p += 16 {
+				if be.Uint32(b[p+4:]) == statusActive {
+					be.PutUint32(b[p:], 1<<30)
+				}
+			}
+		}),
+		"all ACTIVE": func() []byte {
+			b := slices.Clone(fx.img)
+			for p := baseAddr; p+8 <= len(b); p += 8 {
+				be.PutUint32(b[p:], 0xFFFFFFF0)
+				be.PutUint32(b[p+4:], statusActive)
+			}
+			return b
+		}(),
+		"cyclic free list": hdr(func(b []byte) {
+			flp := be.Uint32(b)
+			be.PutUint32(b[flp:], 0)
+		}),
+		"random 64K": func() []byte {
+			r := rand.New(rand.NewPCG(1, 2))
+			b := make([]byte, 65536)
+			for i := range b {
+				b[i] = byte(r.Uint32())
+			}
+			copy(b, fx.img[:headerEnd])
+			return b
+		}(),
+	}
+	for name, img := range cases {
+		rpDamageCase(t, dir, fx, img, name)
+		rpRepairedCase(t, dir, fx, img, name)
+	}
+	// Files that are not DETS at all must be refused by Repair too, even
+	// with Kind and KeyPos given, and stay unchanged.
+	for _, name := range []string{"empty", "short", "100 A"} {
+		path := filepath.Join(dir, "foreign")
+		rpWriteFile(t, path, cases[name])
+		if _, err := Repair(path, Options{Kind: Set, KeyPos: 1}, nil); !errors.Is(err, ErrNotDETS) {
+			t.Errorf("%s: Repair = %v, want ErrNotDETS", name, err)
+		}
+		if b, _ := os.ReadFile(path); !bytes.Equal(b, cases[name]) {
+			t.Errorf("%s: Repair changed a foreign file", name)
+		}
+	}
+}
+
+// rpFixMD5 recomputes the header MD5 after a deliberate edit.
+func rpFixMD5(b []byte) {
+	h := decodeHeader(b)
+	h.encode(b)
+}

@@ -1,0 +1,64 @@
+// Package dets is a native Go engine for DETS tables: disk-based hash
+// tables of Erlang terms with set, bag and duplicate_bag semantics.
+//
+// It reads and writes Erlang/OTP dets format 9 ("otp9"): a file written here
+// opens in real OTP with {repair,false}, and files OTP writes open here. The
+// byte-level specification is otp-dets-format.md; section numbers (§) in the
+// code refer to it. Constants live in format.go.
+//
+// # File layout (all integers unsigned 32-bit big-endian)
+//
+//	0     +------------------------------------------------------------+
+//	      | FreelistsPointer | Cookie 0x00ABCDEF | ClosedProperly 0/1  |
+//	12    | Type 1..3 | Version 9 | M | Next | KeyPos | NoObjects      |
+//	      | NoKeys | MinSlots | MaxSlots | HashMethod 1 | N            |
+//	56    | 28 size-class counters (buckets per 2^4 .. 2^31 block)     |
+//	168   | MD5 of bytes 12..167 (all zero: not checked)               |
+//	184   | FlBase (buddy base; 0 = 1336)                              |
+//	188   | 124 reserved zero bytes                                    |
+//	312   | 256 pointers to segment-array parts (0 = none)             |
+//	1336  +------------------------------------------------------------+
+//	      | buddy area: parts (512 segment pointers, 2048 B),          |
+//	      | segments (256 slot entries <<Size, Ptr>>, 2048 B),         |
+//	      | buckets <<Size, ACTIVE|FREE, body>> in 2^k-byte blocks,    |
+//	      | free blocks                                                |
+//	FLP   +------------------------------------------------------------+
+//	      | free-list records <<12+4n, FREE, Class, Addr*n>> ...      |
+//	      | terminator <<12, FREE, 12345>>                             |
+//	EOF-4 | trailer: file size - FlBase                                |
+//	      +------------------------------------------------------------+
+//
+// The free lists and the trailer exist only while the file is closed
+// properly: the first change after an open or a Sync clears the closed flag,
+// fsyncs, and truncates the file at FreelistsPointer.
+//
+// # Invariants (checked by Table.Check)
+//
+//	I1  0 <= N < M, Next = M + N, all multiples of 256, M a power of two,
+//	    Min <= M, Next <= Max <= 32Mi.
+//	I2  A key with phash2 value H lives in slot H&(M-1), or H&(2M-1) when
+//	    that is below N.
+//	I3  A slot entry's Size equals its bucket's Size; the bucket is ACTIVE.
+//	I4  Keys in a bucket ascend strictly in dets_utils:cmp order
+//	    (etf.CompareExact); a key's objects are in insertion order.
+//	I5  Header NoObjects, NoKeys and the size-class counters are exact (OTP
+//	    refuses buckets larger than the largest counted class).
+//	I6  Parts, segments, buckets and free blocks tile the area from 1336.
+//
+// # Decisions
+//
+//   - The zero RepairMode is NoRepair: a library must not rewrite a file
+//     behind its caller's back.
+//   - The zero Kind and KeyPos accept what the file says.
+//   - Files hashed with the legacy phash (method 0) are refused with
+//     ErrUnsupportedHash.
+//   - A bad free list on a properly closed file is a repair case, as in
+//     OTP; with NoRepair it is ErrNeedsRepair (wrapping a
+//     *CorruptionError).
+//   - The buddy base is FlBase when non-zero, else 1336 (OTP always resets
+//     it to 1336 on open; both are valid, see buddy.go).
+//   - Writes go straight to the file (no write cache); Sync and Close fsync.
+//     Close is idempotent.
+//   - The table grows eagerly: after each batch of inserts, one segment at a
+//     time while there are more keys than slots.
+package dets

@@ -1,0 +1,93 @@
+package dets
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors returned by Open. Each row of the open decision table in
+// otp-dets-format.md §6.3 maps to one of them; test with errors.Is. A file
+// refused with any of these errors is left byte-for-byte unchanged.
+var (
+	// ErrNotDETS: the file is not a DETS file (short, wrong cookie, wrong MD5,
+	// a closed flag other than 0 or 1, or a version above 9). OTP:
+	// not_a_dets_file.
+	ErrNotDETS = errors.New("dets: not a dets file")
+	// ErrUnsupportedVersion: a DETS file of format 8 or older. OTP:
+	// format_8_no_longer_supported.
+	ErrUnsupportedVersion = errors.New("dets: format 8 files are no longer supported")
+	// ErrBadTypeCode: the header's table type is not set, bag or
+	// duplicate_bag. OTP: invalid_type_code.
+	ErrBadTypeCode = errors.New("dets: invalid table type code")
+	// ErrBadHashMethod: the header names an unknown hash function. OTP:
+	// bad_hash_bif.
+	ErrBadHashMethod = errors.New("dets: unknown hash method")
+	// ErrUnsupportedHash: the file hashes keys with the legacy phash (method
+	// 0, OTP R8). OTP still opens such files; this package refuses them. A
+	// ForceRepair open rewrites the file with phash2 (once repair exists).
+	ErrUnsupportedHash = errors.New("dets: legacy phash (hash method 0) files are not supported")
+	// ErrNeedsRepair: the file was not closed properly (or its free lists are
+	// damaged) and Options.Repair is NoRepair. OTP: needs_repair.
+	ErrNeedsRepair = errors.New("dets: file was not closed properly; needs repair")
+	// ErrNotClosed: a read-only open of a file that needs repair, with a
+	// repair mode other than NoRepair. OTP: not_closed.
+	ErrNotClosed = errors.New("dets: file was not closed properly and cannot be repaired read-only")
+	// ErrKindMismatch: Options.Kind differs from the file's type. OTP:
+	// type_mismatch.
+	ErrKindMismatch = errors.New("dets: table kind mismatch")
+	// ErrKeyPosMismatch: Options.KeyPos differs from the file's key
+	// position. OTP: keypos_mismatch.
+	ErrKeyPosMismatch = errors.New("dets: key position mismatch")
+	// ErrInvalidOptions: the options contradict each other (min slots above
+	// max slots, a negative key position, an unknown kind). OTP: badarg.
+	ErrInvalidOptions = errors.New("dets: invalid options")
+	// ErrNotSupported: the request needs a feature this build lacks (repair,
+	// the native format, update_counter on a bag).
+	ErrNotSupported = errors.New("dets: not supported")
+)
+
+// Errors returned by operations on an open table.
+var (
+	// ErrCorrupt marks every error caused by bytes that fail validation.
+	// Details are in *CorruptionError.
+	ErrCorrupt = errors.New("dets: corrupt file")
+	// ErrFileTooLarge: an allocation would end beyond the otp9 limit of
+	// 2^31 - 50,000,000 bytes. OTP: no_more_space_on_file.
+	ErrFileTooLarge = errors.New("dets: no more space on file (otp9 files are limited to about 2 GB)")
+	// ErrReadOnly: a write on a table opened with ReadOnly, or a forced
+	// repair requested read-only. OTP: access_mode.
+	ErrReadOnly = errors.New("dets: table is read-only")
+	// ErrClosed: an operation on a closed table.
+	ErrClosed = errors.New("dets: table is closed")
+	// ErrBadObject: an object that is not a tuple with at least KeyPos
+	// elements, or that cannot be encoded. OTP: badarg.
+	ErrBadObject = errors.New("dets: bad object")
+	// ErrBadArgument: another invalid argument (update_counter on a missing
+	// key or a non-integer element, a bad position). OTP: badarg.
+	ErrBadArgument = errors.New("dets: bad argument")
+)
+
+// CorruptionError says where validation of file bytes failed. It matches
+// ErrCorrupt with errors.Is.
+type CorruptionError struct {
+	Path    string
+	Offset  int64
+	Section string // "header", "segment", "bucket", "freelist", "object", "layout"
+	Reason  string
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("dets: corrupt %s at offset %d in %s: %s", e.Section, e.Offset, e.Path, e.Reason)
+}
+
+// Is reports that every CorruptionError is an ErrCorrupt.
+func (e *CorruptionError) Is(target error) bool { return target == ErrCorrupt }
+
+func corrupt(path, section string, off int64, format string, args ...any) *CorruptionError {
+	return &CorruptionError{Path: path, Offset: off, Section: section, Reason: fmt.Sprintf(format, args...)}
+}
+
+// openError wraps a sentinel with the file path, keeping errors.Is working.
+func openError(sentinel error, path string) error {
+	return fmt.Errorf("%w: %s", sentinel, path)
+}

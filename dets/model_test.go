@@ -1,0 +1,158 @@
+package dets
+
+import (
+	"fmt"
+	"math/big"
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/godets/godets/etf"
+)
+
+// model is a reference implementation of the three kinds.
+type model struct {
+	kind   Kind
+	keyPos int
+	keys   map[string][]etf.Term
+}
+
+func newModel(kind Kind) *model { return &model{kind: kind, keyPos: 1, keys: map[string][]etf.Term{}} }
+
+func mkey(k etf.Term) string {
+	b, err := etf.Encode(k)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func (m *model) insert(objs ...etf.Term) {
+	for _, o := range objs {
+		k := mkey(o.(etf.Tuple)[m.keyPos-1])
+		switch m.kind {
+		case Set:
+			m.keys[k] = []etf.Term{o}
+		case Bag:
+			l := slices.DeleteFunc(m.keys[k], func(x etf.Term) bool { return etf.Equal(x, o) })
+			m.keys[k] = append(l, o)
+		default:
+			m.keys[k] = append(m.keys[k], o)
+		}
+	}
+}
+
+func (m *model) delete(key etf.Term) { delete(m.keys, mkey(key)) }
+
+func (m *model) deleteObject(o etf.Term) {
+	k := mkey(o.(etf.Tuple)[m.keyPos-1])
+	l := slices.DeleteFunc(m.keys[k], func(x etf.Term) bool { return etf.Equal(x, o) })
+	if len(l) == 0 {
+		delete(m.keys, k)
+	} else {
+		m.keys[k] = l
+	}
+}
+
+func (m *model) objects() []etf.Term {
+	var out []etf.Term
+	for _, l := range m.keys {
+		out = append(out, l...)
+	}
+	return sortTerms(out)
+}
+
+func (m *model) size() (objs, keys int) {
+	for _, l := range m.keys {
+		objs += len(l)
+	}
+	return objs, len(m.keys)
+}
+
+func sortTerms(l []etf.Term) []etf.Term {
+	l = slices.Clone(l)
+	slices.SortStableFunc(l, etf.CompareExact)
+	return l
+}
+
+// diffTerms compares two sorted object lists as multisets.
+func diffTerms(got, want []etf.Term) string {
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d objects, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if !etf.Equal(got[i], want[i]) {
+			return fmt.Sprintf("object %d is %v, want %v", i, got[i], want[i])
+		}
+	}
+	return ""
+}
+
+// tableObjects reads every object of tab, sorted.
+func tableObjects(t testing.TB, tab *Table) []etf.Term {
+	t.Helper()
+	var out []etf.Term
+	for o, err := range tab.All() {
+		if err != nil {
+			t.Fatalf("All: %v", err)
+		}
+		out = append(out, o)
+	}
+	return sortTerms(out)
+}
+
+func checkAgainstModel(t testing.TB, tab *Table, m *model) {
+	t.Helper()
+	if d := diffTerms(tableObjects(t, tab), m.objects()); d != "" {
+		t.Fatalf("table content differs from model: %s", d)
+	}
+	info, err := tab.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, k := m.size(); info.Size != o || info.NoKeys != k {
+		t.Fatalf("info size %d keys %d, model %d %d", info.Size, info.NoKeys, o, k)
+	}
+}
+
+// randKey returns a key of a random type; small ranges make collisions
+// (re-inserts, 1 vs 1.0) likely.
+func randKey(r *rand.Rand, spread int) etf.Term {
+	n := r.Intn(spread)
+	switch r.Intn(9) {
+	case 0:
+		return etf.Binary(fmt.Sprintf("key-%d", n))
+	case 1:
+		return etf.Int(n)
+	case 2:
+		return etf.Float(float64(n))
+	case 3:
+		v := new(big.Int).Lsh(big.NewInt(int64(n)+1), 70)
+		return etf.NewBigInt(v.Neg(v))
+	case 4:
+		return etf.Atom(fmt.Sprintf("atom_%d", n%500))
+	case 5:
+		return etf.Tuple{etf.Atom("t"), etf.Int(n), etf.Binary("x")}
+	case 6:
+		return etf.Str(fmt.Sprintf("list%d", n))
+	case 7:
+		return etf.List{etf.Int(n), etf.Float(0.5), etf.Atom("z")}
+	default:
+		return etf.Int(int64(n) * 1_000_000_007)
+	}
+}
+
+func randValue(r *rand.Rand) etf.Term {
+	switch r.Intn(40) {
+	case 0:
+		return etf.Binary(strings.Repeat(string(rune('a'+r.Intn(26))), 65*1024+r.Intn(10000)))
+	case 1, 2:
+		return etf.Binary(make([]byte, 1000+r.Intn(4000)))
+	}
+	return etf.Tuple{etf.Int(r.Intn(5)), etf.Binary(fmt.Sprintf("v%d", r.Intn(1000)))}
+}
+
+func randObject(r *rand.Rand, spread int) etf.Term {
+	return etf.Tuple{randKey(r, spread), randValue(r)}
+}

@@ -1,0 +1,520 @@
+package dets
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"math/big"
+	"slices"
+
+	"github.com/godets/godets/etf"
+)
+
+// begin locks the table and checks that it can be used; write says whether
+// the operation modifies it.
+func (t *Table) begin(write bool) error {
+	t.mu.Lock()
+	switch {
+	case t.closed:
+		t.mu.Unlock()
+		return ErrClosed
+	case t.err != nil:
+		err := t.err
+		t.mu.Unlock()
+		return err
+	case write && t.readOnly:
+		t.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrReadOnly, t.path)
+	}
+	return nil
+}
+
+// fail records an I/O or corruption error: the table stays in error mode
+// (every later call returns it, Close does not save), as OTP does.
+func (t *Table) fail(err error) error {
+	if err != nil && t.err == nil && !errors.Is(err, ErrFileTooLarge) {
+		t.err = err
+	}
+	return err
+}
+
+// prepared is an object checked and encoded for insertion.
+type prepared struct {
+	key  etf.Term
+	obj  object
+	hash uint32
+}
+
+func (t *Table) prepare(objs []etf.Term) ([]prepared, error) {
+	ps := make([]prepared, len(objs))
+	for i, o := range objs {
+		k, ok := keyOf(o, t.keyPos)
+		if !ok {
+			return nil, fmt.Errorf("%w: object %d is not a tuple with at least %d elements", ErrBadObject, i, t.keyPos)
+		}
+		enc, err := encodeTerm(o)
+		if err != nil {
+			return nil, fmt.Errorf("%w: object %d: %w", ErrBadObject, i, err)
+		}
+		ps[i] = prepared{key: k, obj: object{o, enc}, hash: keyHash(k)}
+	}
+	return ps, nil
+}
+
+// insertChunk bounds how many objects go in before the table may grow, so
+// that one huge Insert does not pile objects into few slots.
+const insertChunk = 256
+
+// Insert adds objects (tuples with at least KeyPos elements). Set: an
+// object replaces the one with the same (=:=) key. Bag: an object identical
+// to a stored one moves that one to the end. DuplicateBag: always appends.
+// Objects of one call are applied in order. All objects are checked before
+// anything is written.
+func (t *Table) Insert(objs ...etf.Term) error {
+	if err := t.begin(true); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	ps, err := t.prepare(objs)
+	if err != nil {
+		return err
+	}
+	return t.fail(t.insertPrepared(ps))
+}
+
+func (t *Table) insertPrepared(ps []prepared) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	if err := t.markDirty(); err != nil {
+		return err
+	}
+	for len(ps) > 0 {
+		n := min(len(ps), insertChunk)
+		if err := t.insertBatch(ps[:n]); err != nil {
+			return err
+		}
+		ps = ps[n:]
+		if err := t.maybeGrow(); err != nil {
+			return err
+		}
+	}
+	return t.afterWrite()
+}
+
+// insertBatch applies ps slot by slot, writing each touched bucket once.
+func (t *Table) insertBatch(ps []prepared) error {
+	idx := make([]int, len(ps))
+	slots := make([]uint32, len(ps))
+	for i := range ps {
+		idx[i] = i
+		slots[i] = t.slotFor(ps[i].hash)
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmpInt64(int64(slots[a]), int64(slots[b])) })
+	for start := 0; start < len(idx); {
+		slot := slots[idx[start]]
+		end := start
+		for end < len(idx) && slots[idx[end]] == slot {
+			end++
+		}
+		gs, e, err := t.readGroups(slot)
+		if err != nil {
+			return err
+		}
+		for _, i := range idx[start:end] {
+			var dk, do int
+			gs, dk, do = applyInsert(t.kind, gs, ps[i].key, ps[i].obj)
+			t.h.noKeys += uint32(dk)
+			t.h.noObjects += uint32(do)
+		}
+		if err := t.writeGroups(slot, e, gs); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+// afterWrite rewrites the (still not closed) header when the key count has
+// crossed a multiple of 256 since the last header write, as OTP does, so
+// that a repair can size the new table from it.
+func (t *Table) afterWrite() error {
+	if t.h.noKeys/256 == t.hdrKeys/256 {
+		return nil
+	}
+	t.hdrKeys = t.h.noKeys
+	return t.writeHeader(false, 0)
+}
+
+// InsertNew inserts objs only if none of their keys is in the table (for
+// every kind), and reports whether it did.
+func (t *Table) InsertNew(objs ...etf.Term) (bool, error) {
+	if err := t.begin(true); err != nil {
+		return false, err
+	}
+	defer t.mu.Unlock()
+	ps, err := t.prepare(objs)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range ps {
+		_, found, err := t.lookup(p.key, p.hash, false)
+		if err != nil {
+			return false, t.fail(err)
+		}
+		if found {
+			return false, nil
+		}
+	}
+	return true, t.fail(t.insertPrepared(ps))
+}
+
+// lookup finds key's objects (decoded when wantObjs).
+func (t *Table) lookup(key etf.Term, hv uint32, wantObjs bool) ([]etf.Term, bool, error) {
+	slot := t.slotFor(hv)
+	e, err := t.entry(slot)
+	if err != nil || e.size == 0 {
+		return nil, false, err
+	}
+	body, err := t.readBucket(slot, e)
+	if err != nil {
+		return nil, false, err
+	}
+	objs, found, be := lookupInBody(t.kind, t.keyPos, body, key, wantObjs)
+	if be != nil {
+		return nil, false, corrupt(t.path, "object", int64(e.ptr)+int64(be.off), "slot %d: %s", slot, be.reason)
+	}
+	return objs, found, nil
+}
+
+// Lookup returns the objects stored under key, oldest first (nil if none).
+func (t *Table) Lookup(key etf.Term) ([]etf.Term, error) {
+	if err := t.begin(false); err != nil {
+		return nil, err
+	}
+	defer t.mu.Unlock()
+	objs, _, err := t.lookup(key, keyHash(key), true)
+	return objs, t.fail(err)
+}
+
+// Member reports whether key has objects.
+func (t *Table) Member(key etf.Term) (bool, error) {
+	if err := t.begin(false); err != nil {
+		return false, err
+	}
+	defer t.mu.Unlock()
+	_, found, err := t.lookup(key, keyHash(key), false)
+	return found, t.fail(err)
+}
+
+// modifySlot reads key's bucket, lets fn edit the group of key (i is its
+// index, found whether it exists) and writes the result when fn reports a
+// change.
+func (t *Table) modifyKey(key etf.Term, fn func(gs []group, i int, found bool) ([]group, bool, error)) error {
+	slot := t.slotFor(keyHash(key))
+	e, err := t.entry(slot)
+	if err != nil || e.size == 0 {
+		return err
+	}
+	gs, e, err := t.readGroups(slot)
+	if err != nil {
+		return err
+	}
+	i, found := findGroup(gs, key)
+	gs, changed, err := fn(gs, i, found)
+	if err != nil || !changed {
+		return err
+	}
+	if err := t.markDirty(); err != nil {
+		return err
+	}
+	if err := t.writeGroups(slot, e, gs); err != nil {
+		return err
+	}
+	return t.afterWrite()
+}
+
+// Delete removes every object stored under key.
+func (t *Table) Delete(key etf.Term) error {
+	if err := t.begin(true); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	return t.fail(t.modifyKey(key, func(gs []group, i int, found bool) ([]group, bool, error) {
+		if !found {
+			return gs, false, nil
+		}
+		t.h.noKeys--
+		t.h.noObjects -= uint32(len(gs[i].objs))
+		return slices.Delete(gs, i, i+1), true, nil
+	}))
+}
+
+// DeleteObject removes obj: for a set only if the stored object is
+// identical; for a bag the object; for a duplicate bag every copy of it.
+func (t *Table) DeleteObject(obj etf.Term) error {
+	if err := t.begin(true); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	key, ok := keyOf(obj, t.keyPos)
+	if !ok {
+		return fmt.Errorf("%w: not a tuple with at least %d elements", ErrBadObject, t.keyPos)
+	}
+	target := object{term: obj}
+	return t.fail(t.modifyKey(key, func(gs []group, i int, found bool) ([]group, bool, error) {
+		if !found {
+			return gs, false, nil
+		}
+		g := &gs[i]
+		kept := g.objs[:0:0]
+		for _, o := range g.objs {
+			if !etf.Equal(o.term, target.term) {
+				kept = append(kept, o)
+			}
+		}
+		removed := len(g.objs) - len(kept)
+		if removed == 0 {
+			return gs, false, nil
+		}
+		t.h.noObjects -= uint32(removed)
+		if len(kept) == 0 {
+			t.h.noKeys--
+			return slices.Delete(gs, i, i+1), true, nil
+		}
+		g.objs = kept
+		return gs, true, nil
+	}))
+}
+
+// DeleteAllObjects empties the table: the file is truncated and laid out
+// afresh with the table's minimum slot count (OTP delete_all_objects).
+func (t *Table) DeleteAllObjects() error {
+	if err := t.begin(true); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	return t.fail(t.initFile(t.h.minSlots, t.h.maxSlots))
+}
+
+// UpdateCounter adds incr to the integer at position pos (1-based; 0 means
+// KeyPos+1) of the object stored under key, and returns the new value (an
+// etf.Int, or an *etf.BigInt when it leaves the int64 range). Sets only.
+func (t *Table) UpdateCounter(key etf.Term, pos int, incr int64) (etf.Term, error) {
+	if err := t.begin(true); err != nil {
+		return nil, err
+	}
+	defer t.mu.Unlock()
+	if t.kind != Set {
+		return nil, fmt.Errorf("%w: update_counter needs a set, %s is a %s", ErrBadArgument, t.path, t.kind)
+	}
+	if pos == 0 {
+		pos = t.keyPos + 1
+	}
+	var result etf.Term
+	err := t.modifyKey(key, func(gs []group, i int, found bool) ([]group, bool, error) {
+		if !found {
+			return gs, false, nil
+		}
+		tup := gs[i].objs[0].term.(etf.Tuple)
+		if pos < 1 || pos > len(tup) || pos == t.keyPos {
+			return gs, false, fmt.Errorf("%w: position %d of a %d-tuple with key position %d", ErrBadArgument, pos, len(tup), t.keyPos)
+		}
+		switch v := tup[pos-1].(type) {
+		case etf.Int:
+			s := int64(v) + incr
+			if (incr > 0 && s < int64(v)) || (incr < 0 && s > int64(v)) {
+				result = etf.NewBigInt(new(big.Int).Add(big.NewInt(int64(v)), big.NewInt(incr)))
+			} else {
+				result = etf.Int(s)
+			}
+		case *etf.BigInt:
+			result = etf.NewBigInt(new(big.Int).Add(v.Big(), big.NewInt(incr)))
+		default:
+			return gs, false, fmt.Errorf("%w: element %d is not an integer", ErrBadArgument, pos)
+		}
+		nt := slices.Clone(tup)
+		nt[pos-1] = result
+		enc, err := encodeTerm(nt)
+		if err != nil {
+			return gs, false, fmt.Errorf("%w: %w", ErrBadObject, err)
+		}
+		gs[i].objs = []object{{nt, enc}}
+		return gs, true, nil
+	})
+	if err == nil && result == nil {
+		return nil, fmt.Errorf("%w: update_counter: no object with key %v", ErrBadArgument, key)
+	}
+	if errors.Is(err, ErrBadArgument) || errors.Is(err, ErrBadObject) {
+		return nil, err
+	}
+	return result, t.fail(err)
+}
+
+// slotObjects returns the decoded objects of slot, or ok=false past Next.
+func (t *Table) slotObjects(slot uint32) ([]group, bool, error) {
+	if err := t.begin(false); err != nil {
+		return nil, false, err
+	}
+	defer t.mu.Unlock()
+	if slot >= t.h.next {
+		return nil, false, nil
+	}
+	gs, _, err := t.readGroups(slot)
+	return gs, true, t.fail(err)
+}
+
+// All iterates over every object, slot by slot (0..Next-1) and within a
+// slot in key order, each key's objects oldest first. The table is locked
+// only while a bucket is read, so the loop body may use the table; changes
+// made during the loop may or may not be seen, and a key may be seen twice
+// if the table grows meanwhile (OTP first/next without safe_fixtable). An
+// error ends the iteration.
+func (t *Table) All() iter.Seq2[etf.Term, error] {
+	return func(yield func(etf.Term, error) bool) {
+		for slot := uint32(0); ; slot++ {
+			gs, ok, err := t.slotObjects(slot)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !ok {
+				return
+			}
+			for _, g := range gs {
+				for _, o := range g.objs {
+					if !yield(o.term, nil) {
+						return
+					}
+				}
+			}
+		}
+	}
+}
+
+// Keys iterates over the keys in First/Next order.
+func (t *Table) Keys() iter.Seq2[etf.Term, error] {
+	return func(yield func(etf.Term, error) bool) {
+		for slot := uint32(0); ; slot++ {
+			gs, ok, err := t.slotObjects(slot)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !ok {
+				return
+			}
+			for _, g := range gs {
+				if !yield(g.key, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// First returns the first key in slot order (OTP dets:first/1); ok is false
+// for an empty table.
+func (t *Table) First() (key etf.Term, ok bool, err error) {
+	return t.nextFrom(0, nil)
+}
+
+// Next returns the key after key in slot order (OTP dets:next/2): the next
+// key of the same bucket in key order, else the first key of the next
+// non-empty slot. key need not be in the table. ok is false at the end.
+func (t *Table) Next(key etf.Term) (next etf.Term, ok bool, err error) {
+	if err := t.begin(false); err != nil {
+		return nil, false, err
+	}
+	slot := t.slotFor(keyHash(key))
+	t.mu.Unlock()
+	return t.nextFrom(slot, key)
+}
+
+func (t *Table) nextFrom(slot uint32, after etf.Term) (etf.Term, bool, error) {
+	for ; ; slot++ {
+		gs, ok, err := t.slotObjects(slot)
+		if err != nil || !ok {
+			return nil, false, err
+		}
+		for _, g := range gs {
+			if after == nil || etf.CompareExact(g.key, after) > 0 {
+				return g.key, true, nil
+			}
+		}
+		after = nil
+	}
+}
+
+// Slots reports {Min, Next, Max} slot counts (OTP info no_slots).
+type Slots struct{ Min, Next, Max int }
+
+// Info describes an open table (OTP dets:info/1,2).
+type Info struct {
+	Path      string
+	Kind      Kind
+	KeyPos    int
+	Format    Format
+	Size      int // number of objects (OTP size / no_objects)
+	NoKeys    int
+	NoSlots   Slots
+	FileSize  int64 // current file length in bytes
+	ReadOnly  bool
+	Clean     bool   // the file is currently marked closed properly
+	Hash      string // "phash2"
+	ByteLimit int64  // otp9's file size limit
+}
+
+// Info returns the table's description.
+func (t *Table) Info() (Info, error) {
+	if err := t.begin(false); err != nil {
+		return Info{}, err
+	}
+	defer t.mu.Unlock()
+	size := t.physSize
+	if t.dirty {
+		size = t.fileEnd
+	}
+	return Info{
+		Path: t.path, Kind: t.kind, KeyPos: t.keyPos, Format: OTP9,
+		Size: int(t.h.noObjects), NoKeys: int(t.h.noKeys),
+		NoSlots:  Slots{int(t.h.minSlots), int(t.h.next), int(t.h.maxSlots)},
+		FileSize: size, ReadOnly: t.readOnly, Clean: !t.dirty, Hash: "phash2",
+		ByteLimit: allocLimit,
+	}, nil
+}
+
+// Sync makes the file a properly closed file on stable storage (free lists,
+// trailer and closed header written, fsynced). The next change marks it not
+// closed again. It is a no-op when nothing changed since the last save.
+func (t *Table) Sync() error {
+	if err := t.begin(false); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	if !t.dirty || t.readOnly {
+		return nil
+	}
+	return t.fail(t.save())
+}
+
+// Close saves the table (as Sync does) and closes the file. After an I/O
+// or corruption error the file is closed without saving, so it will need
+// repair, and that error is returned. Closing a closed table returns nil.
+func (t *Table) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	err := t.err
+	if err == nil && t.dirty && !t.readOnly {
+		err = t.save()
+	}
+	if cerr := t.f.Close(); err == nil {
+		err = cerr
+	}
+	t.segCache, t.rbuf, t.wbuf = nil, nil, nil
+	return err
+}

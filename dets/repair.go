@@ -1,0 +1,737 @@
+package dets
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// Repair rebuilds a table from the ACTIVE buckets that a scan of the old file
+// finds (otp-dets-format.md §7), and atomically replaces the old file.
+//
+// Pipeline:
+//
+//	scan (repair_scan.go)  every proven object -> 16-byte index entry {offset, length, key hash}
+//	size                   slots from a distinct-key estimate (HyperLogLog over key hashes)
+//	sort                   entries by (new slot, file offset); in memory, or an external
+//	                       merge sort in PATH.TMP.sort above repairMemEntries entries
+//	build                  per slot: decode objects in file order and apply the kind's
+//	                       insert rule; write buckets, segments, parts, free lists and the
+//	                       header into PATH.TMP
+//	replace                fsync PATH.TMP, rename it over PATH, fsync the directory
+//
+// The old file is read through a read-only memory map where the platform has
+// one, so the objects themselves never live on the Go heap; the heap holds the
+// index (16 bytes per object, bounded by repairMemEntries) and one bucket at a
+// time.
+//
+// Kind rules, applied per key in file order (offset = sequence):
+//   - set: the object latest in the file wins (OTP's rule). A crash can leave
+//     two ACTIVE copies of a bucket; the later one is usually, but not
+//     necessarily, the newer.
+//   - bag: identical objects (=:=) collapse to one, at the position of the
+//     last copy, as a re-insert would.
+//   - duplicate_bag: every copy is kept. Caveat (OTP has it too): when a crash
+//     interrupts the move of a bucket to a larger block, both the old and the
+//     new copy can still be ACTIVE, and repair then doubles that slot's
+//     objects. otp9 objects carry no sequence number, so the stale copy cannot
+//     be told apart from a real duplicate.
+//
+// Slot count decision: OTP raises the header's MinNoSlots to the estimated key
+// count on every repair, which makes a later delete_all_objects re-create a
+// large table. We keep MinNoSlots and MaxNoSlots as they were (or as given in
+// Options.MinSlots/MaxSlots, which OTP also honours at repair), and size the
+// slot count to the number of keys instead (Next = keys rounded up to 256,
+// within the bounds), which is the state a grown table reaches anyway.
+// Compaction (ForceRepair on a good file) is the same rebuild.
+//
+// Crash safety: the new file is complete and fsynced before the rename, and
+// the old file is never written. A crash before the rename leaves the old file
+// as it was (so the next open repairs it again, overwriting any stale
+// PATH.TMP); a crash after it leaves the new, closed file.
+
+// RepairProgress reports the progress of a repair to Options.Progress.
+type RepairProgress struct {
+	// Phase is "scan" while the old file is read, then "write".
+	Phase string
+	// BytesScanned of BytesTotal (the old file's size) have been scanned.
+	BytesScanned, BytesTotal int64
+	// Objects found so far (scan) or written so far (write).
+	Objects int64
+}
+
+// RepairStats summarizes a finished repair.
+type RepairStats struct {
+	ObjectsFound   int64 // objects proven whole by the scan
+	ObjectsDropped int64 // framed objects the scan rejected
+	BucketsPartial int64 // buckets from which only some objects were kept
+	Objects, Keys  int64 // in the new file, after the kind rules
+	Slots          int64 // Next of the new file
+	ExternalSort   bool  // the index spilled to PATH.TMP.sort
+}
+
+// repairMemEntries bounds the index held in memory (16 bytes each, so 32 MiB);
+// larger indexes are sorted externally. A variable so tests can force the
+// external path.
+var repairMemEntries = 2 << 20
+
+// repairParams says what to rebuild.
+type repairParams struct {
+	fs       FS
+	path     string
+	kind     Kind   // 0: from the header
+	keyPos   int    // 0: from the header
+	minSlots uint32 // 0: from the header, else 256
+	maxSlots uint32 // 0: from the header, else 32Mi
+	progress func(RepairProgress)
+}
+
+func tmpPath(path string) string  { return path + ".TMP" }
+func sortPath(path string) string { return path + ".TMP.sort" }
+
+// repairTable rebuilds p.path in place.
+func repairTable(p repairParams) (st RepairStats, err error) {
+	if p.fs == nil {
+		p.fs = OSFS{}
+	}
+	src, err := p.fs.OpenFile(p.path, os.O_RDONLY, 0)
+	if err != nil {
+		return st, err
+	}
+	srcOpen := true
+	defer func() {
+		if srcOpen {
+			src.Close()
+		}
+	}()
+	size, err := src.Size()
+	if err != nil {
+		return st, err
+	}
+	if size > 1<<32 {
+		return st, fmt.Errorf("%w: %s: %d bytes is beyond the otp9 format", ErrNotDETS, p.path, size)
+	}
+	data, unmap, err := mapFile(src, size)
+	if err != nil {
+		return st, err
+	}
+	defer func() {
+		if unmap != nil {
+			unmap()
+		}
+	}()
+
+	kind, keyPos, minS, maxS, maxSz, trusted, err := repairShape(data, p)
+	if err != nil {
+		return st, err
+	}
+
+	// Scan into the index.
+	idx := &entryIndex{fs: p.fs, path: sortPath(p.path), limit: repairMemEntries}
+	defer idx.cleanup()
+	var sketch hll
+	sc := &scanner{data: data, kind: kind, keyPos: keyPos, maxSz: maxSz}
+	sc.emit = func(e repairEntry) error {
+		sketch.add(e.hash)
+		return idx.add(e)
+	}
+	if p.progress != nil {
+		sc.report = func(b, o int64) {
+			p.progress(RepairProgress{Phase: "scan", BytesScanned: b, BytesTotal: size, Objects: o})
+		}
+	}
+	if err := sc.run(); err != nil {
+		return st, err
+	}
+	st.ObjectsFound = sc.stats.objects
+	st.ObjectsDropped = sc.stats.droppedObjects
+	st.BucketsPartial = sc.stats.partial
+	if !trusted && st.ObjectsFound == 0 {
+		// Nothing proves this was ever a table of the given kind.
+		return st, fmt.Errorf("%w: %s: damaged header and no objects found", ErrNotDETS, p.path)
+	}
+
+	// Size the new table.
+	next := (sketch.estimate() + slotsPerSeg - 1) / slotsPerSeg * slotsPerSeg
+	next = min(max(next, int64(minS)), int64(maxS))
+	m, n := layoutFor(uint32(next))
+	st.Slots = next
+
+	it, err := idx.sorted(func(e repairEntry) uint32 { return slotOf(e.hash, m, n) })
+	if err != nil {
+		return st, err
+	}
+	st.ExternalSort = idx.spilled
+
+	// Build PATH.TMP.
+	tmp := tmpPath(p.path)
+	out, err := p.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return st, err
+	}
+	w := newTableWriter(out, kind, keyPos, m, n, minS, maxS)
+	var written int64
+	b := &slotBuilder{data: data, kind: kind, keyPos: keyPos, w: w}
+	if p.progress != nil {
+		b.report = func(o int64) {
+			p.progress(RepairProgress{Phase: "write", BytesScanned: size, BytesTotal: size, Objects: o})
+		}
+	}
+	err = b.run(it, func(e repairEntry) uint32 { return slotOf(e.hash, m, n) })
+	if err == nil {
+		err = w.finish()
+	}
+	written = w.objects
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		p.fs.Remove(tmp)
+		return st, err
+	}
+	st.Objects, st.Keys = written, w.keys
+	if p.progress != nil {
+		p.progress(RepairProgress{Phase: "write", BytesScanned: size, BytesTotal: size, Objects: written})
+	}
+
+	// Replace. The map and the source descriptor go first (Windows-safe, and
+	// nothing may read the old bytes after the rename).
+	if unmap != nil {
+		unmap()
+		unmap = nil
+	}
+	srcOpen = false
+	src.Close()
+	idx.cleanup()
+	if err := p.fs.Rename(tmp, p.path); err != nil {
+		p.fs.Remove(tmp)
+		return st, err
+	}
+	if err := p.fs.SyncDir(filepath.Dir(p.path)); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// repairShape decides the kind, key position, slot bounds and largest
+// plausible bucket of the file being repaired. The header is trusted for
+// kind and key position when its cookie, type, version and MD5 are right;
+// otherwise the caller must supply them.
+func repairShape(data []byte, p repairParams) (kind Kind, keyPos int, minS, maxS uint32, maxSz int64, good bool, err error) {
+	size := int64(len(data))
+	maxSz = min(size, 1<<31)
+	var h header
+	if size >= headerSize {
+		h = decodeHeader(data[:headerSize])
+		good = h.cookie == cookie && h.version == formatVersion &&
+			h.typ >= typeSet && h.typ <= typeDuplicateBag && md5OK(data[:headerSize]) &&
+			h.keyPos >= 1 && h.keyPos <= 1<<24
+	}
+	if good {
+		kind, keyPos = Kind(h.typ), int(h.keyPos)
+		if p.kind != 0 && p.kind != kind {
+			return 0, 0, 0, 0, 0, false, openError(ErrKindMismatch, p.path)
+		}
+		if p.keyPos != 0 && p.keyPos != keyPos {
+			return 0, 0, 0, 0, 0, false, openError(ErrKeyPosMismatch, p.path)
+		}
+		if h.hasMD5 {
+			// OTP bounds a bucket by its largest size class, when the
+			// header (and so the counters) is trustworthy.
+			if ms := h.maxBucketSize(); ms > 0 {
+				maxSz = min(maxSz, max(ms, 8192))
+			}
+		}
+	} else {
+		if p.kind == 0 || p.keyPos == 0 {
+			return 0, 0, 0, 0, 0, false, fmt.Errorf("%w: %s: the header is damaged; give Options.Kind and Options.KeyPos to repair it", ErrCorrupt, p.path)
+		}
+		kind, keyPos = p.kind, p.keyPos
+	}
+	isPow2 := func(v uint32) bool { return v != 0 && v&(v-1) == 0 }
+	minS, maxS = defaultMinSlots, defaultMaxSlots
+	if good && isPow2(h.minSlots) && isPow2(h.maxSlots) && h.minSlots >= slotsPerSeg &&
+		h.maxSlots <= maxSlotsLimit && h.minSlots <= h.maxSlots {
+		minS, maxS = h.minSlots, h.maxSlots
+	}
+	if p.minSlots != 0 {
+		minS = p.minSlots
+	}
+	if p.maxSlots != 0 {
+		maxS = p.maxSlots
+	}
+	if minS > maxS {
+		return 0, 0, 0, 0, 0, false, fmt.Errorf("%w: min slots %d above max slots %d", ErrInvalidOptions, minS, maxS)
+	}
+	return kind, keyPos, minS, maxS, maxSz, good, nil
+}
+
+// slotBuilder turns the sorted index into buckets.
+type slotBuilder struct {
+	data   []byte
+	kind   Kind
+	keyPos int
+	w      *tableWriter
+	report func(objects int64)
+
+	groups []group
+	buf    []byte
+}
+
+func (b *slotBuilder) run(it entryIter, slotFn func(repairEntry) uint32) error {
+	cur := int64(-1)
+	var done int64
+	for {
+		e, ok, err := it.next()
+		if err != nil {
+			return err
+		}
+		s := int64(-1)
+		if ok {
+			s = int64(slotFn(e))
+		}
+		if s != cur && cur >= 0 {
+			if err := b.flush(uint32(cur)); err != nil {
+				return err
+			}
+		}
+		if !ok {
+			return nil
+		}
+		cur = s
+		if int64(e.off)+int64(e.n) > int64(len(b.data)) {
+			return fmt.Errorf("dets: repair index entry beyond the file")
+		}
+		enc := b.data[e.off : e.off+uint64(e.n)]
+		t, err := decodeTerm(enc)
+		if err != nil {
+			return fmt.Errorf("dets: repair: object at %d no longer decodes: %w", e.off, err)
+		}
+		k, _ := keyOf(t, b.keyPos)
+		b.groups, _, _ = applyInsert(b.kind, b.groups, k, object{term: t, enc: enc})
+		done++
+		if b.report != nil && done%(1<<16) == 0 {
+			b.report(done)
+		}
+	}
+}
+
+func (b *slotBuilder) flush(slot uint32) error {
+	b.buf = appendBucket(b.buf[:0], b.kind, b.groups)
+	nobj := 0
+	for _, g := range b.groups {
+		nobj += len(g.objs)
+	}
+	err := b.w.addBucket(slot, b.buf, len(b.groups), nobj)
+	clear(b.groups)
+	b.groups = b.groups[:0]
+	return err
+}
+
+// tableWriter lays out a fresh closed table: header, parts at 1336, all
+// segments after them, then the buckets in slot order, each in a block of
+// its power-of-two size aligned relative to 1336 (so the buddy base is 1336
+// and FlBase is 0). Alignment gaps and the space after the last bucket go
+// into the free lists, decomposed into maximal buddy blocks.
+type tableWriter struct {
+	f                  File
+	kind               Kind
+	keyPos             int
+	m, n, next         uint32
+	minSlots, maxSlots uint32
+	nParts, nSegs      int64
+	bucketsStart       int64
+	pos                int64 // next free byte
+	wbuf               []byte
+	wstart             int64 // file offset of wbuf[0]
+	seg                []byte
+	curSeg             int64
+	free               buddy
+	counters           [numCounters]uint32
+	objects, keys      int64
+	lastSlot           int64
+}
+
+func newTableWriter(f File, kind Kind, keyPos int, m, n, minS, maxS uint32) *tableWriter {
+	next := int64(m) + int64(n)
+	nSegs := next / slotsPerSeg
+	nParts := (nSegs + segsPerPart - 1) / segsPerPart
+	start := int64(baseAddr) + (nParts+nSegs)*segmentSize
+	w := &tableWriter{
+		f: f, kind: kind, keyPos: keyPos, m: m, n: n, next: uint32(next),
+		minSlots: minS, maxSlots: maxS, nParts: nParts, nSegs: nSegs,
+		bucketsStart: start, pos: start, wstart: start,
+		wbuf: make([]byte, 0, 1<<20), seg: make([]byte, segmentSize), lastSlot: -1,
+	}
+	w.free.base = baseAddr
+	return w
+}
+
+func (w *tableWriter) segAddr(j int64) int64 { return baseAddr + (w.nParts+j)*segmentSize }
+
+// flushSegs writes segments up to (not including) upto.
+func (w *tableWriter) flushSegs(upto int64) error {
+	for w.curSeg < upto {
+		if _, err := w.f.WriteAt(w.seg, w.segAddr(w.curSeg)); err != nil {
+			return err
+		}
+		clear(w.seg)
+		w.curSeg++
+	}
+	return nil
+}
+
+func (w *tableWriter) addBucket(slot uint32, bucket []byte, keys, objects int) error {
+	if int64(slot) <= w.lastSlot || slot >= w.next {
+		return fmt.Errorf("dets: repair: slot %d out of order", slot)
+	}
+	w.lastSlot = int64(slot)
+	if err := w.flushSegs(int64(slot) / slotsPerSeg); err != nil {
+		return err
+	}
+	size := int64(len(bucket))
+	block := pow2ceil(size)
+	a := baseAddr + (w.pos-baseAddr+block-1)/block*block
+	if a+block > allocLimit {
+		return fmt.Errorf("%w: %s", ErrFileTooLarge, "the repaired table does not fit")
+	}
+	w.freeRange(w.pos, a)
+	if err := w.write(a, bucket, block); err != nil {
+		return err
+	}
+	w.pos = a + block
+	w.counters[counterIndex(size)]++
+	e := w.seg[(slot%slotsPerSeg)*slotEntrySize:]
+	be.PutUint32(e, uint32(size))
+	be.PutUint32(e[4:], uint32(a))
+	w.objects += int64(objects)
+	w.keys += int64(keys)
+	return nil
+}
+
+// write appends bucket at a (zero-filling from the buffer's end) padded to
+// block bytes.
+func (w *tableWriter) write(a int64, bucket []byte, block int64) error {
+	end := w.wstart + int64(len(w.wbuf))
+	if a > end {
+		w.wbuf = append(w.wbuf, make([]byte, a-end)...)
+	}
+	w.wbuf = append(w.wbuf, bucket...)
+	w.wbuf = append(w.wbuf, make([]byte, block-int64(len(bucket)))...)
+	if len(w.wbuf) >= 1<<20 {
+		return w.flushBuf()
+	}
+	return nil
+}
+
+func (w *tableWriter) flushBuf() error {
+	if len(w.wbuf) == 0 {
+		return nil
+	}
+	if _, err := w.f.WriteAt(w.wbuf, w.wstart); err != nil {
+		return err
+	}
+	w.wstart += int64(len(w.wbuf))
+	w.wbuf = w.wbuf[:0]
+	return nil
+}
+
+// freeRange adds [a, b) to the free lists as maximal aligned buddy blocks.
+func (w *tableWriter) freeRange(a, b int64) {
+	for a < b {
+		sz := int64(1) << (maxBuddyClass - 1)
+		for (a-baseAddr)%sz != 0 || a+sz > b {
+			sz >>= 1
+		}
+		c := buddyClass(sz)
+		w.free.free[c] = append(w.free.free[c], uint32(a))
+		a += sz
+	}
+}
+
+// finish writes the remaining segments, the parts, the free lists, the
+// trailer and the header.
+func (w *tableWriter) finish() error {
+	if err := w.flushSegs(w.nSegs); err != nil {
+		return err
+	}
+	if err := w.flushBuf(); err != nil {
+		return err
+	}
+	w.freeRange(w.pos, baseAddr+1<<31)
+	// Parts.
+	part := make([]byte, partSize)
+	for i := int64(0); i < w.nParts; i++ {
+		clear(part)
+		for j := int64(0); j < segsPerPart && i*segsPerPart+j < w.nSegs; j++ {
+			be.PutUint32(part[4*j:], uint32(w.segAddr(i*segsPerPart+j)))
+		}
+		if _, err := w.f.WriteAt(part, baseAddr+i*partSize); err != nil {
+			return err
+		}
+	}
+	// Free lists and trailer at EOF.
+	flp := w.pos
+	fl := w.free.appendFreeLists(nil)
+	fl = be.AppendUint32(fl, uint32(flp+int64(len(fl))+trailerSize))
+	if _, err := w.f.WriteAt(fl, flp); err != nil {
+		return err
+	}
+	// Header, reserved bytes and part table.
+	hb := make([]byte, baseAddr)
+	h := header{
+		freelistsPtr: uint32(flp), closed: closedProperly, typ: uint32(w.kind),
+		m: w.m, next: w.next, n: w.n, keyPos: uint32(w.keyPos),
+		noObjects: uint32(w.objects), noKeys: uint32(w.keys),
+		minSlots: w.minSlots, maxSlots: w.maxSlots, hashMethod: hashPhash2,
+		counters: w.counters, hasMD5: true,
+	}
+	h.encode(hb)
+	for i := int64(0); i < w.nParts; i++ {
+		be.PutUint32(hb[partTableOff+4*i:], uint32(baseAddr+i*partSize))
+	}
+	_, err := w.f.WriteAt(hb, 0)
+	return err
+}
+
+// entryIter yields index entries in sorted order.
+type entryIter interface {
+	next() (repairEntry, bool, error)
+}
+
+// entryIndex collects the scan's entries, spilling them to a file beside the
+// table when there are more than limit.
+type entryIndex struct {
+	fs      FS
+	path    string
+	limit   int
+	mem     []repairEntry
+	spill   File
+	spilled bool
+	nSpill  int64
+	buf     []byte
+}
+
+const entrySize = 16
+
+func (x *entryIndex) add(e repairEntry) error {
+	x.mem = append(x.mem, e)
+	if len(x.mem) >= x.limit {
+		return x.spillMem()
+	}
+	return nil
+}
+
+func (x *entryIndex) spillMem() error {
+	if x.spill == nil {
+		f, err := x.fs.OpenFile(x.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return err
+		}
+		x.spill, x.spilled = f, true
+	}
+	x.buf = x.buf[:0]
+	for _, e := range x.mem {
+		x.buf = appendEntry(x.buf, e)
+	}
+	if _, err := x.spill.WriteAt(x.buf, x.nSpill*entrySize); err != nil {
+		return err
+	}
+	x.nSpill += int64(len(x.mem))
+	x.mem = x.mem[:0]
+	return nil
+}
+
+func appendEntry(b []byte, e repairEntry) []byte {
+	b = be.AppendUint64(b, e.off)
+	b = be.AppendUint32(b, e.n)
+	return be.AppendUint32(b, e.hash)
+}
+
+func readEntry(b []byte) repairEntry {
+	return repairEntry{off: be.Uint64(b), n: be.Uint32(b[8:]), hash: be.Uint32(b[12:])}
+}
+
+func (x *entryIndex) cleanup() {
+	if x.spill != nil {
+		x.spill.Close()
+		x.spill = nil
+		x.fs.Remove(x.path)
+	}
+}
+
+// sorted returns the entries ordered by (slot(e), e.off).
+func (x *entryIndex) sorted(slot func(repairEntry) uint32) (entryIter, error) {
+	cmp := func(a, b repairEntry) int {
+		sa, sb := slot(a), slot(b)
+		switch {
+		case sa < sb:
+			return -1
+		case sa > sb:
+			return 1
+		case a.off < b.off:
+			return -1
+		case a.off > b.off:
+			return 1
+		}
+		return 0
+	}
+	if !x.spilled {
+		slices.SortFunc(x.mem, cmp)
+		return &memIter{es: x.mem}, nil
+	}
+	if len(x.mem) > 0 {
+		if err := x.spillMem(); err != nil {
+			return nil, err
+		}
+	}
+	// Sort runs of limit entries in place in the spill file, then merge.
+	x.mem = x.mem[:0]
+	var runs []*runIter
+	for start := int64(0); start < x.nSpill; start += int64(x.limit) {
+		cnt := min(int64(x.limit), x.nSpill-start)
+		raw := make([]byte, cnt*entrySize)
+		if err := readFull(x.spill, raw, start*entrySize); err != nil {
+			return nil, err
+		}
+		x.mem = x.mem[:0]
+		for i := int64(0); i < cnt; i++ {
+			x.mem = append(x.mem, readEntry(raw[i*entrySize:]))
+		}
+		slices.SortFunc(x.mem, cmp)
+		raw = raw[:0]
+		for _, e := range x.mem {
+			raw = appendEntry(raw, e)
+		}
+		if _, err := x.spill.WriteAt(raw, start*entrySize); err != nil {
+			return nil, err
+		}
+		runs = append(runs, &runIter{f: x.spill, pos: start, end: start + cnt})
+	}
+	x.mem = nil
+	m := &mergeIter{runs: runs, cmp: cmp}
+	for _, r := range runs {
+		if err := r.fill(); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+type memIter struct {
+	es []repairEntry
+	i  int
+}
+
+func (m *memIter) next() (repairEntry, bool, error) {
+	if m.i >= len(m.es) {
+		return repairEntry{}, false, nil
+	}
+	m.i++
+	return m.es[m.i-1], true, nil
+}
+
+// runIter reads one sorted run of the spill file through a small buffer.
+type runIter struct {
+	f        File
+	pos, end int64 // entry indexes
+	buf      []repairEntry
+	raw      []byte
+}
+
+const runBufEntries = 4096
+
+func (r *runIter) fill() error {
+	r.buf = r.buf[:0]
+	cnt := min(int64(runBufEntries), r.end-r.pos)
+	if cnt <= 0 {
+		return nil
+	}
+	if cap(r.raw) < int(cnt)*entrySize {
+		r.raw = make([]byte, runBufEntries*entrySize)
+	}
+	raw := r.raw[:cnt*entrySize]
+	if err := readFull(r.f, raw, r.pos*entrySize); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("dets: repair sort file %w", err)
+		}
+		return err
+	}
+	for i := int64(0); i < cnt; i++ {
+		r.buf = append(r.buf, readEntry(raw[i*entrySize:]))
+	}
+	r.pos += cnt
+	return nil
+}
+
+// mergeIter merges sorted runs; the run count is small (entries/limit), so
+// a linear minimum search is enough.
+type mergeIter struct {
+	runs []*runIter
+	cmp  func(a, b repairEntry) int
+}
+
+func (m *mergeIter) next() (repairEntry, bool, error) {
+	best := -1
+	for i, r := range m.runs {
+		if len(r.buf) == 0 {
+			continue
+		}
+		if best < 0 || m.cmp(r.buf[0], m.runs[best].buf[0]) < 0 {
+			best = i
+		}
+	}
+	if best < 0 {
+		return repairEntry{}, false, nil
+	}
+	r := m.runs[best]
+	e := r.buf[0]
+	r.buf = r.buf[1:]
+	if len(r.buf) == 0 {
+		if err := r.fill(); err != nil {
+			return e, false, err
+		}
+	}
+	return e, true, nil
+}
+
+// repairFile is the seam Open uses (see table.go): it rebuilds path, a file
+// that was not closed properly, has bad free lists, or is being compacted by
+// ForceRepair. h is the header as read, or nil.
+var repairFile = func(path string, opts Options, h *header) error {
+	_, err := repairTable(paramsFor(path, opts, nil))
+	return err
+}
+
+func paramsFor(path string, opts Options, progress func(RepairProgress)) repairParams {
+	p := repairParams{fs: opts.FS, path: path, kind: opts.Kind, keyPos: opts.KeyPos, progress: progress}
+	if lo, hi, err := opts.slotBounds(); err == nil {
+		if opts.MinSlots > 0 {
+			p.minSlots = lo
+		}
+		if opts.MaxSlots > 0 {
+			p.maxSlots = hi
+		}
+	}
+	return p
+}
+
+// Repair rebuilds the table file at path unconditionally, as a ForceRepair
+// open would, and reports what it found. Unlike Open it also works when the
+// header itself is damaged, provided opts.Kind and opts.KeyPos say what the
+// table was; a file in which that finds no object at all is refused with
+// ErrNotDETS rather than turned into an empty table. progress, if not nil,
+// is called as the scan and the rebuild advance. The caller must hold the
+// file exclusively (package exclusive).
+func Repair(path string, opts Options, progress func(RepairProgress)) (RepairStats, error) {
+	if err := opts.validate(); err != nil {
+		return RepairStats{}, err
+	}
+	return repairTable(paramsFor(path, opts, progress))
+}

@@ -1,0 +1,342 @@
+package dets
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/godets/godets/etf"
+)
+
+// The repair scan (otp-dets-format.md §7.1 step 3) walks the buddy area of a
+// damaged file and finds every ACTIVE bucket whose bytes can be trusted,
+// without looking at the segment array or the free lists.
+//
+// Every block of the buddy area starts at 1336 + 16*i (the base is 1336 or a
+// later address that is 1336 plus a multiple of 2048, and no block is smaller
+// than 16 bytes), so the scan probes those addresses only:
+//
+//	probe p:  <<Size:32, ACTIVE:32, Body:(Size-8)/binary>>
+//	          Size >= 8, p+Size <= EOF, Size <= the largest plausible bucket
+//
+// "Proven whole". OTP keeps a bucket only when every object in it decodes,
+// and drops the whole bucket (every key of the slot) otherwise. We keep each
+// object that can be proven whole, which we define as:
+//
+//  1. its length field and its content agree: the bytes decode as exactly
+//     one external term that ends where the length field says, and the term
+//     is a tuple with at least KeyPos elements;
+//  2. its start is confirmed: either every object before it in the bucket is
+//     itself proven whole (a chain of agreeing lengths from the bucket
+//     header), or the length fields of the whole bucket (and of its key
+//     groups, for bags) tile the body exactly up to the bucket's Size, so the
+//     damage was confined to the content of some other object;
+//  3. in a bag or duplicate_bag key group, its key equals the key of the
+//     strict majority of the group's proven objects;
+//  4. its key's phash2 agrees in the low 8 bits with the strict majority of
+//     the bucket's proven objects (all keys of one slot share those bits,
+//     since every table has at least 256 slots).
+//
+// otp9 objects carry no checksum, so a change inside an object that still
+// decodes to a term of the same length (a flipped digit of an integer, a
+// changed byte of a binary) cannot be detected; such an object is kept as
+// it now reads. Native-format files would close this gap with per-object
+// checksums.
+//
+// After a bucket whose framing tiles its body, the scan jumps to the end of
+// its power-of-two block, as OTP does; after any other probe it moves on by
+// 16 bytes (or past the proven prefix), so buckets after a damaged one are
+// still found.
+
+const (
+	scanStep    = 16    // OTP's BUMP
+	minObjSize  = 4 + 4 // <<ObjSz:32>> plus the smallest tuple encoding 131,104,1,106
+	progressGap = 4 << 20
+)
+
+// repairEntry is the compact per-object index the rebuild sorts: 16 bytes
+// per object, whatever the object's size.
+type repairEntry struct {
+	off  uint64 // file offset of the object's ETF bytes; also the scan sequence
+	n    uint32 // length of the ETF bytes
+	hash uint32 // phash2 of the key
+}
+
+// scanStats counts what the scan saw.
+type scanStats struct {
+	buckets        int64 // ACTIVE probes whose framing tiled the body
+	partial        int64 // ACTIVE probes from which only some objects were kept
+	objects        int64 // objects kept
+	droppedObjects int64 // framed objects rejected by rules 1-4
+}
+
+// scanner holds the state of one scan over data, the whole file.
+type scanner struct {
+	data   []byte
+	kind   Kind
+	keyPos int
+	maxSz  int64
+	emit   func(repairEntry) error
+	report func(bytes, objects int64)
+	stats  scanStats
+
+	cands []scanCand // scratch, reused per bucket
+}
+
+// scanCand is one framed object of the bucket being examined.
+type scanCand struct {
+	off   int // offset of the ETF bytes in data
+	n     int
+	group int // key group index (bags); equal to the object index for sets
+	ok    bool
+	hash  uint32
+	key   etf.Term
+}
+
+// run scans data from the buddy base to the end.
+func (s *scanner) run() error {
+	size := int64(len(s.data))
+	nextReport := int64(progressGap)
+	for p := int64(baseAddr); p+bucketHeaderSize <= size; {
+		if s.report != nil && p >= nextReport {
+			s.report(p, s.stats.objects)
+			nextReport = p + progressGap
+		}
+		sz := int64(be.Uint32(s.data[p:]))
+		st := be.Uint32(s.data[p+4:])
+		if st != statusActive || sz < bucketHeaderSize+minObjSize || sz > s.maxSz || sz > size-p {
+			p += scanStep
+			continue
+		}
+		tiled, proven, err := s.bucket(p, sz)
+		if err != nil {
+			return err
+		}
+		switch {
+		case tiled:
+			p += pow2ceil(sz)
+		case proven > p+scanStep:
+			p = baseAddr + (proven-baseAddr+scanStep-1)/scanStep*scanStep
+		default:
+			p += scanStep
+		}
+	}
+	if s.report != nil {
+		s.report(size, s.stats.objects)
+	}
+	return nil
+}
+
+// bucket examines the probe at p with Size sz, emits the objects proven
+// whole, and reports whether the framing tiled the body and the end of the
+// proven prefix.
+func (s *scanner) bucket(p, sz int64) (tiled bool, provenEnd int64, err error) {
+	body := s.data[p+bucketHeaderSize : p+sz]
+	base := int(p + bucketHeaderSize)
+	s.cands = s.cands[:0]
+	if s.kind == Set {
+		tiled = s.frame(body, base, -1)
+	} else {
+		tiled = true
+		g := 0
+		for off := 0; off < len(body); g++ {
+			if len(body)-off < 4 {
+				tiled = false
+				break
+			}
+			ksz := int(be.Uint32(body[off:]))
+			if ksz < 4+minObjSize || ksz > len(body)-off {
+				tiled = false
+				break
+			}
+			if !s.frame(body[off+4:off+ksz], base+off+4, g) {
+				tiled = false
+				break
+			}
+			off += ksz
+		}
+	}
+	if len(s.cands) == 0 {
+		return tiled, 0, nil
+	}
+	// Rule 2: without tiling, only the prefix before the first object that
+	// fails rule 1 has confirmed starts.
+	limit := len(s.cands)
+	if !tiled {
+		for i, c := range s.cands {
+			if !c.ok {
+				limit = i
+				break
+			}
+		}
+		if limit > 0 {
+			last := s.cands[limit-1]
+			provenEnd = int64(last.off + last.n)
+		}
+	}
+	cs := s.cands[:limit]
+	if s.kind != Set {
+		s.groupRule(cs)
+	}
+	s.hashRule(cs)
+	kept := 0
+	for _, c := range cs {
+		if !c.ok {
+			continue
+		}
+		kept++
+		if err := s.emit(repairEntry{off: uint64(c.off), n: uint32(c.n), hash: c.hash}); err != nil {
+			return false, 0, err
+		}
+	}
+	s.stats.objects += int64(kept)
+	s.stats.droppedObjects += int64(len(s.cands) - kept)
+	if tiled && kept == len(s.cands) {
+		s.stats.buckets++
+	} else if kept > 0 {
+		s.stats.partial++
+	}
+	return tiled, provenEnd, nil
+}
+
+// frame splits b into <<ObjSz:32, ETF>> records, validating each (rule 1),
+// and reports whether the records cover b exactly. base is b's offset in the
+// file; g is the key group (-1 for a set, where each object is its own).
+func (s *scanner) frame(b []byte, base, g int) bool {
+	off := 0
+	for off < len(b) {
+		if len(b)-off < 4 {
+			return false
+		}
+		osz := int(be.Uint32(b[off:]))
+		if osz < minObjSize || osz > len(b)-off {
+			return false
+		}
+		c := scanCand{off: base + off + 4, n: osz - 4, group: g}
+		if g < 0 {
+			c.group = len(s.cands)
+		}
+		if t, err := decodeTerm(b[off+4 : off+osz]); err == nil {
+			if k, ok := keyOf(t, s.keyPos); ok {
+				c.ok, c.key, c.hash = true, k, hashTerm(k)
+			}
+		}
+		s.cands = append(s.cands, c)
+		off += osz
+	}
+	return true
+}
+
+// groupRule applies rule 3: within each key group, objects whose key is not
+// the strict-majority key lose their ok mark.
+func (s *scanner) groupRule(cs []scanCand) {
+	for i := 0; i < len(cs); {
+		j := i
+		for j < len(cs) && cs[j].group == cs[i].group {
+			j++
+		}
+		g := cs[i:j]
+		i = j
+		var maj etf.Term
+		best, total := 0, 0
+		for a := range g {
+			if !g[a].ok {
+				continue
+			}
+			total++
+			n := 0
+			for b := range g {
+				if g[b].ok && etf.Equal(g[a].key, g[b].key) {
+					n++
+				}
+			}
+			if n > best {
+				best, maj = n, g[a].key
+			}
+		}
+		if best == total {
+			continue
+		}
+		for a := range g {
+			if g[a].ok && (2*best <= total || !etf.Equal(g[a].key, maj)) {
+				g[a].ok = false
+			}
+		}
+	}
+}
+
+// hashRule applies rule 4 over the whole bucket.
+func (s *scanner) hashRule(cs []scanCand) {
+	var count [256]int
+	total := 0
+	for _, c := range cs {
+		if c.ok {
+			count[c.hash&255]++
+			total++
+		}
+	}
+	if total == 0 {
+		return
+	}
+	maj, best := 0, 0
+	for v, n := range count {
+		if n > best {
+			maj, best = v, n
+		}
+	}
+	if best == total {
+		return
+	}
+	for i := range cs {
+		if cs[i].ok && (2*best <= total || int(cs[i].hash&255) != maj) {
+			cs[i].ok = false
+		}
+	}
+}
+
+// hll estimates the number of distinct key hashes seen by the scan (a
+// HyperLogLog sketch with 2^12 registers, about 1.6% error), so that the
+// rebuilt table can be sized before the index is sorted.
+type hll struct {
+	reg [1 << hllBits]uint8
+}
+
+const hllBits = 12
+
+func (h *hll) add(v uint32) {
+	// splitmix64 finalizer: phash2 values are 27 bits and not uniform
+	// enough in their high bits for the sketch.
+	x := uint64(v) + 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	x ^= x >> 31
+	i := x >> (64 - hllBits)
+	r := uint8(bits.LeadingZeros64(x<<hllBits|1<<(hllBits-1)) + 1)
+	if r > h.reg[i] {
+		h.reg[i] = r
+	}
+}
+
+func (h *hll) estimate() int64 {
+	m := float64(len(h.reg))
+	sum, zeros := 0.0, 0
+	for _, r := range h.reg {
+		sum += math.Ldexp(1, -int(r))
+		if r == 0 {
+			zeros++
+		}
+	}
+	e := 0.7213 / (1 + 1.079/m) * m * m / sum
+	if e <= 2.5*m && zeros > 0 {
+		e = m * math.Log(m/float64(zeros))
+	}
+	return int64(e + 0.5)
+}
+
+// readWhole reads size bytes of f into memory.
+func readWhole(f File, size int64) ([]byte, func() error, error) {
+	b := make([]byte, size)
+	if err := readFull(f, b, 0); err != nil {
+		return nil, nil, err
+	}
+	return b, nil, nil
+}

@@ -1,0 +1,535 @@
+package dets
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+)
+
+// Table is an open DETS table. It is safe for concurrent use by goroutines
+// of one process; operations are serialized by a mutex. Two Tables (or a
+// Table and an OTP node) must not have the same file open for writing at
+// once: the file format has no locking (see package exclusive).
+type Table struct {
+	mu       sync.Mutex
+	path     string
+	fsys     FS
+	f        File
+	readOnly bool
+	closed   bool
+	err      error // sticky: set by an I/O or corruption error in a write
+
+	kind   Kind
+	keyPos int
+	h      header // in-memory header; counts and counters are kept exact
+
+	bud      *buddy
+	parts    [numParts]uint32
+	segs     []uint32                   // segment addresses, len = next/256
+	segCache []*[slotsPerSeg]slotEntry // lazily read slot entries
+	fileEnd  int64                      // end of data (EOF while dirty)
+	physSize int64                      // file size including free lists
+	dirty    bool                       // on-disk flag is "not closed"
+	hdrKeys  uint32                     // noKeys at the last header write
+
+	rbuf []byte // bucket read buffer, reused under mu
+	wbuf []byte // bucket write buffer, reused under mu
+}
+
+type slotEntry struct{ size, ptr uint32 }
+
+// Open opens the DETS table in path, creating it unless opts.ReadOnly is
+// set. See otp-dets-format.md §6.3 for the decision table; each refusal is a
+// typed error (ErrNotDETS, ErrNeedsRepair, ...) and leaves the file
+// byte-for-byte unchanged.
+func Open(path string, opts Options) (*Table, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	fsys := opts.FS
+	if fsys == nil {
+		fsys = OSFS{}
+	}
+	for attempt := 0; ; attempt++ {
+		t, needRepair, err := openExisting(fsys, path, &opts)
+		if errors.Is(err, fs.ErrNotExist) && !opts.ReadOnly {
+			return create(fsys, path, &opts)
+		}
+		if err != nil || needRepair == nil {
+			return t, err
+		}
+		if attempt > 0 {
+			return nil, fmt.Errorf("%w: %s still needs repair after repairing", ErrCorrupt, path)
+		}
+		if err := repairFile(path, opts, needRepair.hdr); err != nil {
+			return nil, err
+		}
+		opts.Repair = NoRepair
+	}
+}
+
+// repairRequest asks Open to run repairFile before opening again.
+type repairRequest struct{ hdr *header }
+
+// openExisting opens an existing file and loads it, or reports that it must
+// be repaired first. It never writes to the file.
+func openExisting(fsys FS, path string, opts *Options) (*Table, *repairRequest, error) {
+	flag := os.O_RDWR
+	if opts.ReadOnly {
+		flag = os.O_RDONLY
+	}
+	f, err := fsys.OpenFile(path, flag, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := &Table{path: path, fsys: fsys, f: f, readOnly: opts.ReadOnly}
+	rr, err := t.load(opts)
+	if err != nil || rr != nil {
+		f.Close()
+		return nil, rr, err
+	}
+	return t, nil, nil
+}
+
+// load reads and validates the header, the segment array and the free lists
+// of a closed file, applying the §6.3 decision table.
+func (t *Table) load(opts *Options) (*repairRequest, error) {
+	size, err := t.f.Size()
+	if err != nil {
+		return nil, err
+	}
+	var vb [4]byte
+	if size < offVersion+4 {
+		return nil, openError(ErrNotDETS, t.path)
+	}
+	if err := readFull(t.f, vb[:], offVersion); err != nil {
+		return nil, err
+	}
+	switch v := be.Uint32(vb[:]); {
+	case v < formatVersion:
+		return nil, openError(ErrUnsupportedVersion, t.path)
+	case v > formatVersion:
+		return nil, openError(ErrNotDETS, t.path)
+	}
+	if size < headerEnd {
+		return nil, openError(ErrNotDETS, t.path)
+	}
+	hb := make([]byte, headerSize)
+	if err := readFull(t.f, hb, 0); err != nil {
+		return nil, err
+	}
+	if err := readFull(t.f, vb[:], size-trailerSize); err != nil {
+		return nil, err
+	}
+	h, state, err := checkHeader(hb, size, be.Uint32(vb[:]))
+	if err != nil {
+		return nil, openError(err, t.path)
+	}
+	var reason error
+	if state == hdrOK {
+		if msg := h.validate(size); msg != "" {
+			return nil, corrupt(t.path, "header", 0, "%s", msg)
+		}
+		t.h = h
+		t.kind = Kind(h.typ)
+		t.keyPos = int(h.keyPos)
+		t.fileEnd = int64(h.freelistsPtr)
+		t.physSize = size
+		if h.hashMethod == hashPhash2 {
+			reason = t.loadFreeLists(size)
+		}
+	} else {
+		reason = errors.New("not closed properly")
+	}
+	if reason != nil {
+		switch {
+		case opts.Repair == NoRepair:
+			return nil, fmt.Errorf("%w: %s: %w", ErrNeedsRepair, t.path, reason)
+		case opts.ReadOnly:
+			return nil, fmt.Errorf("%w: %s: %w", ErrNotClosed, t.path, reason)
+		}
+	}
+	if opts.Kind != 0 && Kind(h.typ) != opts.Kind {
+		return nil, fmt.Errorf("%w: %s is a %s, not a %s", ErrKindMismatch, t.path, Kind(h.typ), opts.Kind)
+	}
+	if opts.KeyPos != 0 && int(h.keyPos) != opts.KeyPos {
+		return nil, fmt.Errorf("%w: %s has key position %d, not %d", ErrKeyPosMismatch, t.path, h.keyPos, opts.KeyPos)
+	}
+	if reason != nil {
+		return &repairRequest{hdr: &h}, nil
+	}
+	if opts.Repair == ForceRepair {
+		if opts.ReadOnly {
+			return nil, fmt.Errorf("%w: forced repair of %s needs read-write access", ErrReadOnly, t.path)
+		}
+		return &repairRequest{hdr: &h}, nil
+	}
+	if h.hashMethod == hashPhash {
+		return nil, openError(ErrUnsupportedHash, t.path)
+	}
+	if err := t.loadSegments(); err != nil {
+		return nil, err
+	}
+	t.hdrKeys = h.noKeys
+	return nil, nil
+}
+
+// loadFreeLists parses the free lists of a closed file into t.bud. A
+// malformed list is returned as a *CorruptionError (the caller turns it into
+// a repair decision, as OTP does).
+func (t *Table) loadFreeLists(size int64) error {
+	flp := int64(t.h.freelistsPtr)
+	area := make([]byte, size-trailerSize-flp)
+	if err := readFull(t.f, area, flp); err != nil {
+		return err
+	}
+	base := int64(baseAddr)
+	if t.h.flBase != 0 {
+		base = int64(t.h.flBase)
+	}
+	b, off, msg := parseFreeLists(area, base)
+	if msg != "" {
+		return corrupt(t.path, "freelist", flp+int64(off), "%s", msg)
+	}
+	t.bud = b
+	return nil
+}
+
+// loadSegments reads the segment-array parts (§3.1) and checks that every
+// part and segment lies inside the data area.
+func (t *Table) loadSegments() error {
+	nsegs := int(t.h.next / slotsPerSeg)
+	nparts := (nsegs + segsPerPart - 1) / segsPerPart
+	pt := make([]byte, 4*numParts)
+	if err := readFull(t.f, pt, partTableOff); err != nil {
+		return err
+	}
+	inData := func(a int64, n int64) bool { return a >= baseAddr && a+n <= t.fileEnd }
+	t.segs = make([]uint32, 0, nsegs)
+	pb := make([]byte, partSize)
+	for p := range numParts {
+		t.parts[p] = be.Uint32(pt[4*p:])
+		if p >= nparts {
+			continue
+		}
+		if !inData(int64(t.parts[p]), partSize) {
+			return corrupt(t.path, "segment", partTableOff+4*int64(p), "part %d pointer %d outside the data area", p, t.parts[p])
+		}
+		if err := readFull(t.f, pb, int64(t.parts[p])); err != nil {
+			return err
+		}
+		for s := 0; s < segsPerPart && len(t.segs) < nsegs; s++ {
+			a := be.Uint32(pb[4*s:])
+			if !inData(int64(a), segmentSize) {
+				return corrupt(t.path, "segment", int64(t.parts[p])+4*int64(s), "segment %d pointer %d outside the data area", len(t.segs), a)
+			}
+			t.segs = append(t.segs, a)
+		}
+	}
+	t.segCache = make([]*[slotsPerSeg]slotEntry, nsegs)
+	return nil
+}
+
+// create makes a new empty table file (§6.1 create): the header marked not
+// closed, the segment-array parts and zeroed segments, then the buddy area.
+func create(fsys FS, path string, opts *Options) (*Table, error) {
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	lo, hi, _ := opts.slotBounds()
+	kind := opts.Kind
+	if kind == 0 {
+		kind = Set
+	}
+	keyPos := opts.KeyPos
+	if keyPos == 0 {
+		keyPos = 1
+	}
+	t := &Table{path: path, fsys: fsys, f: f, kind: kind, keyPos: keyPos}
+	if err := t.initFile(lo, hi); err != nil {
+		f.Close()
+		fsys.Remove(path)
+		return nil, err
+	}
+	return t, nil
+}
+
+// initFile lays out an empty table with min slots in the (empty or
+// truncated) file, as OTP's init_file does: parts from 1336, then segments,
+// and the buddy base right after them. The table is left marked not closed.
+func (t *Table) initFile(minSlots, maxSlots uint32) error {
+	return t.initLayout(minSlots, maxSlots, minSlots)
+}
+
+// initLayout is initFile with next slots (a multiple of 256, minSlots <=
+// next <= maxSlots) in use from the start.
+func (t *Table) initLayout(minSlots, maxSlots, next uint32) error {
+	m, n := layoutFor(next)
+	nsegs := int(next / slotsPerSeg)
+	nparts := (nsegs + segsPerPart - 1) / segsPerPart
+	base := int64(baseAddr) + int64(partSize)*int64(nparts+nsegs)
+	t.h = header{
+		closed: notProperlyClosed, typ: uint32(t.kind), m: m, n: n, next: next,
+		keyPos: uint32(t.keyPos), minSlots: minSlots, maxSlots: maxSlots,
+		hashMethod: hashPhash2, hasMD5: true, flBase: uint32(base),
+	}
+	buf := make([]byte, baseAddr+partSize*nparts)
+	t.h.encode(buf)
+	t.parts = [numParts]uint32{}
+	t.segs = make([]uint32, nsegs)
+	for p := range nparts {
+		t.parts[p] = uint32(baseAddr + partSize*p)
+		be.PutUint32(buf[partTableOff+4*p:], t.parts[p])
+	}
+	for s := range nsegs {
+		t.segs[s] = uint32(baseAddr + partSize*(nparts+s))
+		be.PutUint32(buf[int(t.parts[s/segsPerPart])+4*(s%segsPerPart):], t.segs[s])
+	}
+	if err := t.f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := t.f.WriteAt(buf, 0); err != nil {
+		return err
+	}
+	// Truncate extends with zeros: the segments start empty.
+	if err := t.f.Truncate(base); err != nil {
+		return err
+	}
+	t.segCache = make([]*[slotsPerSeg]slotEntry, nsegs)
+	t.bud = newBuddy(base)
+	t.fileEnd, t.physSize = base, base
+	t.dirty = true
+	t.hdrKeys = 0
+	return nil
+}
+
+// Path returns the file name the table was opened with.
+func (t *Table) Path() string { return t.path }
+
+// ---- low-level I/O helpers; all run with t.mu held ----
+
+func (t *Table) writeAt(b []byte, off int64) error {
+	if _, err := t.f.WriteAt(b, off); err != nil {
+		return err
+	}
+	if end := off + int64(len(b)); end > t.fileEnd {
+		t.fileEnd = end
+	}
+	return nil
+}
+
+// markDirty runs before the first change after an open or a save (§6.1):
+// clear the closed flag, fsync, and cut off the free lists and trailer.
+func (t *Table) markDirty() error {
+	if t.dirty {
+		return nil
+	}
+	var z [4]byte
+	if _, err := t.f.WriteAt(z[:], offClosed); err != nil {
+		return err
+	}
+	if err := t.f.Sync(); err != nil {
+		return err
+	}
+	if err := t.f.Truncate(t.fileEnd); err != nil {
+		return err
+	}
+	t.dirty = true
+	t.physSize = t.fileEnd
+	return nil
+}
+
+// writeHeader writes the 188-byte header from the in-memory state.
+func (t *Table) writeHeader(closed bool, flp uint32) error {
+	t.h.closed = notProperlyClosed
+	if closed {
+		t.h.closed = closedProperly
+	}
+	t.h.freelistsPtr = flp
+	t.h.flBase = 0
+	if t.bud.base != baseAddr {
+		t.h.flBase = uint32(t.bud.base)
+	}
+	var b [headerSize]byte
+	t.h.encode(b[:])
+	_, err := t.f.WriteAt(b[:], 0)
+	return err
+}
+
+// save writes the free lists and trailer at the end of the data and a
+// closed header, with an fsync after each (§6.1 perform_save, plus an fsync
+// OTP's close skips).
+func (t *Table) save() error {
+	flp := t.fileEnd
+	buf := t.bud.appendFreeLists(nil)
+	flBase := int64(0)
+	if t.bud.base != baseAddr {
+		flBase = t.bud.base
+	}
+	buf = be.AppendUint32(buf, uint32(flp+int64(len(buf))+trailerSize-flBase))
+	if _, err := t.f.WriteAt(buf, flp); err != nil {
+		return err
+	}
+	if err := t.f.Sync(); err != nil {
+		return err
+	}
+	if err := t.writeHeader(true, uint32(flp)); err != nil {
+		return err
+	}
+	if err := t.f.Sync(); err != nil {
+		return err
+	}
+	t.dirty = false
+	t.physSize = flp + int64(len(buf))
+	t.hdrKeys = t.h.noKeys
+	return nil
+}
+
+// entry returns the slot entry of slot, reading its segment on first use.
+func (t *Table) entry(slot uint32) (slotEntry, error) {
+	s := slot / slotsPerSeg
+	seg := t.segCache[s]
+	if seg == nil {
+		b := make([]byte, segmentSize)
+		if err := readFull(t.f, b, int64(t.segs[s])); err != nil {
+			return slotEntry{}, t.ioErr("segment", int64(t.segs[s]), err)
+		}
+		seg = new([slotsPerSeg]slotEntry)
+		for i := range seg {
+			seg[i] = slotEntry{be.Uint32(b[8*i:]), be.Uint32(b[8*i+4:])}
+		}
+		t.segCache[s] = seg
+	}
+	return seg[slot%slotsPerSeg], nil
+}
+
+func (t *Table) setEntry(slot uint32, e slotEntry) error {
+	s := slot / slotsPerSeg
+	if _, err := t.entry(slot); err != nil {
+		return err
+	}
+	var b [slotEntrySize]byte
+	be.PutUint32(b[:], e.size)
+	be.PutUint32(b[4:], e.ptr)
+	if err := t.writeAt(b[:], int64(t.segs[s])+slotEntrySize*int64(slot%slotsPerSeg)); err != nil {
+		return err
+	}
+	t.segCache[s][slot%slotsPerSeg] = e
+	return nil
+}
+
+// ioErr converts a short read into a corruption error; other errors pass.
+func (t *Table) ioErr(section string, off int64, err error) error {
+	if errors.Is(err, errShortRead) {
+		return corrupt(t.path, section, off, "unexpected end of file")
+	}
+	return err
+}
+
+// readBucket reads the bucket of e into t.rbuf and returns its body.
+func (t *Table) readBucket(slot uint32, e slotEntry) ([]byte, error) {
+	size, ptr := int64(e.size), int64(e.ptr)
+	if size < bucketHeaderSize+5 || ptr < baseAddr || ptr+size > t.fileEnd {
+		return nil, corrupt(t.path, "bucket", ptr, "slot %d entry (size %d, pointer %d) outside the data area", slot, size, ptr)
+	}
+	if int64(cap(t.rbuf)) < size {
+		t.rbuf = make([]byte, size)
+	}
+	b := t.rbuf[:size]
+	if err := readFull(t.f, b, ptr); err != nil {
+		return nil, t.ioErr("bucket", ptr, err)
+	}
+	if got := be.Uint32(b); got != e.size {
+		return nil, corrupt(t.path, "bucket", ptr, "bucket size %d differs from slot %d entry size %d", got, slot, e.size)
+	}
+	if st := be.Uint32(b[4:]); st != statusActive {
+		return nil, corrupt(t.path, "bucket", ptr+4, "bucket of slot %d has status %#x, not ACTIVE", slot, st)
+	}
+	return b[bucketHeaderSize:], nil
+}
+
+// readGroups reads and fully decodes the bucket of slot. The encodings are
+// copied, so they stay valid after t.rbuf is reused.
+func (t *Table) readGroups(slot uint32) ([]group, slotEntry, error) {
+	e, err := t.entry(slot)
+	if err != nil || e.size == 0 {
+		return nil, e, err
+	}
+	body, err := t.readBucket(slot, e)
+	if err != nil {
+		return nil, e, err
+	}
+	own := make([]byte, len(body))
+	copy(own, body)
+	gs, be := parseGroups(t.kind, t.keyPos, own)
+	if be != nil {
+		return nil, e, corrupt(t.path, "object", int64(e.ptr)+int64(be.off), "slot %d: %s", slot, be.reason)
+	}
+	return gs, e, nil
+}
+
+// writeGroups stores gs as the new content of slot, whose old entry is old,
+// following §4.4: same block class → rewrite in place; otherwise allocate a
+// new block, write it, repoint the slot, then mark the old block FREE and
+// release it. Allocating before freeing keeps the old bucket intact until
+// the slot points elsewhere.
+func (t *Table) writeGroups(slot uint32, old slotEntry, gs []group) error {
+	if len(gs) == 0 {
+		if old.size == 0 {
+			return nil
+		}
+		if err := t.setEntry(slot, slotEntry{}); err != nil {
+			return err
+		}
+		return t.freeBucket(old)
+	}
+	t.wbuf = appendBucket(t.wbuf[:0], t.kind, gs)
+	size := int64(len(t.wbuf))
+	if size > 1<<31 {
+		return ErrFileTooLarge
+	}
+	if old.size != 0 && log2ceil(size) == log2ceil(int64(old.size)) {
+		if err := t.writeAt(t.wbuf, int64(old.ptr)); err != nil {
+			return err
+		}
+		if int64(old.size) == size {
+			return nil
+		}
+		return t.setEntry(slot, slotEntry{uint32(size), old.ptr})
+	}
+	ptr, err := t.bud.alloc(size)
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, t.path)
+	}
+	if err := t.writeAt(t.wbuf, ptr); err != nil {
+		return err
+	}
+	t.h.counters[counterIndex(size)]++
+	if err := t.setEntry(slot, slotEntry{uint32(size), uint32(ptr)}); err != nil {
+		return err
+	}
+	if old.size != 0 {
+		return t.freeBucket(old)
+	}
+	return nil
+}
+
+// freeBucket marks a bucket FREE on disk and returns its block.
+func (t *Table) freeBucket(e slotEntry) error {
+	var b [4]byte
+	be.PutUint32(b[:], statusFree)
+	if err := t.writeAt(b[:], int64(e.ptr)+4); err != nil {
+		return err
+	}
+	if i := counterIndex(int64(e.size)); i >= 0 && t.h.counters[i] > 0 {
+		t.h.counters[i]--
+	}
+	t.bud.freeBlock(int64(e.ptr), int64(e.size))
+	return nil
+}
+
+// slotFor returns the slot of a key with phash2 value hv.
+func (t *Table) slotFor(hv uint32) uint32 { return slotOf(hv, t.h.m, t.h.n) }

@@ -1,0 +1,693 @@
+package etf
+
+import (
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// External term format, as read by Decode and written by Encode. All
+// integers are big-endian unless noted.
+//
+//	term      = 131 body | 131 80 Size:u32 zlib(body)   (compressed: Size = len(body))
+//	body      = one tagged term:
+//	  97  SMALL_INTEGER    u8
+//	  98  INTEGER          i32
+//	  110 SMALL_BIG        N:u8  Sign:u8 Magnitude[N] (little-endian; Sign != 0 is negative)
+//	  111 LARGE_BIG        N:u32 Sign:u8 Magnitude[N]
+//	  70  NEW_FLOAT        IEEE-754 double
+//	  99  FLOAT            31 bytes of "%.20e" text, NUL padded (decode only)
+//	  100 ATOM             Len:u16 latin1[Len]
+//	  115 SMALL_ATOM       Len:u8  latin1[Len]
+//	  118 ATOM_UTF8        Len:u16 utf8[Len]
+//	  119 SMALL_ATOM_UTF8  Len:u8  utf8[Len]
+//	  104 SMALL_TUPLE      Arity:u8  term[Arity]
+//	  105 LARGE_TUPLE      Arity:u32 term[Arity]
+//	  106 NIL
+//	  107 STRING           Len:u16 byte[Len]          (the list of those small integers)
+//	  108 LIST             Len:u32 term[Len] Tail:term
+//	  109 BINARY           Len:u32 byte[Len]
+//	  77  BIT_BINARY       Len:u32 Bits:u8 byte[Len]  (Bits used in the last byte, 1..8; 0 only when Len is 0)
+//	  116 MAP              Arity:u32 (Key:term Value:term)[Arity]
+//	  Opaque terms (kept as raw bytes):
+//	  103 PID              Node:atom ID:u32 Serial:u32 Creation:u8
+//	  88  NEW_PID          Node:atom ID:u32 Serial:u32 Creation:u32
+//	  102 PORT             Node:atom ID:u32 Creation:u8
+//	  89  NEW_PORT         Node:atom ID:u32 Creation:u32
+//	  120 V4_PORT          Node:atom ID:u64 Creation:u32
+//	  101 REFERENCE        Node:atom ID:u32 Creation:u8
+//	  114 NEW_REFERENCE    Len:u16 Node:atom Creation:u8  ID:u32[Len]
+//	  90  NEWER_REFERENCE  Len:u16 Node:atom Creation:u32 ID:u32[Len]
+//	  113 EXPORT           Module:atom Function:atom Arity:SMALL_INTEGER
+//	  112 NEW_FUN          Size:u32 Arity:u8 Uniq[16] Index:u32 NumFree:u32 Module:atom
+//	                       OldIndex:int OldUniq:int Pid:pid Free:term[NumFree]   (Size counts from Size itself)
+//	  117 FUN              NumFree:u32 Pid:pid Module:atom Index:int Uniq:int Free:term[NumFree]
+//	  82  ATOM_CACHE_REF   only valid in the distribution protocol: rejected
+const (
+	maxAtomChars = 255 // OTP's limit on an atom's length in characters
+	floatExtLen  = 31  // FLOAT_EXT text field
+	// MaxDepth bounds the nesting of terms that Decode accepts and Encode
+	// writes, so hostile input cannot exhaust the stack. List tails do not
+	// count: a long list is flat.
+	MaxDepth = 10000
+	// maxDeflateRatio is the largest expansion a zlib stream can achieve
+	// (about 1032:1 for deflate); a declared size beyond it is a lie.
+	maxDeflateRatio = 1032
+)
+
+// Decode parses one complete external term: the version byte 131, then a
+// term, optionally zlib-compressed (tag 80). Bytes after the term are an
+// error (OTP's binary_to_term/1 ignores them).
+//
+// Latin-1 atoms become UTF-8 Atom text; bignums that fit in int64 become
+// Int; STRING_EXT becomes a List of Int; lists whose tail is another
+// list are flattened; BIT_BINARY with 8 bits in the last byte becomes a
+// Binary; pids, ports, references and funs become *Opaque holding their
+// exact bytes. The result never aliases b.
+//
+// Every error is a *DecodeError matching ErrDecode. Decode never panics and
+// allocates at most a constant factor more than len(b) (plus the declared
+// size of compressed input, which is checked against what zlib can
+// produce).
+func Decode(b []byte) (Term, error) {
+	if len(b) == 0 {
+		return nil, derr(0, "empty input")
+	}
+	if b[0] != tagVersion {
+		return nil, derr(0, "version byte %d, want 131", b[0])
+	}
+	if len(b) >= 2 && b[1] == tagCompressed {
+		return decodeCompressed(b)
+	}
+	d := decoder{b: b, off: 1}
+	t, err := d.term(0)
+	if err != nil {
+		return nil, err
+	}
+	if d.off != len(b) {
+		return nil, derr(d.off, "%d trailing bytes after the term", len(b)-d.off)
+	}
+	return t, nil
+}
+
+func decodeCompressed(b []byte) (Term, error) {
+	if len(b) < 6 {
+		return nil, derr(len(b), "compressed term header truncated")
+	}
+	size := binary.BigEndian.Uint32(b[2:6])
+	z := b[6:]
+	if uint64(size) > uint64(len(z))*maxDeflateRatio {
+		return nil, derr(2, "declared uncompressed size %d is impossible for %d compressed bytes", size, len(z))
+	}
+	br := bytes.NewReader(z)
+	zr, err := zlib.NewReader(br)
+	if err != nil {
+		return nil, derr(6, "bad zlib header: %v", err)
+	}
+	// Read at most size+1 bytes, growing as data really arrives, so a
+	// stream cannot make us allocate beyond what it decompresses to.
+	var buf bytes.Buffer
+	buf.Grow(int(min(size, uint32(64*len(z)+64))))
+	n, err := io.Copy(&buf, io.LimitReader(zr, int64(size)+1))
+	if err != nil {
+		return nil, derr(6, "bad zlib data: %v", err)
+	}
+	if n != int64(size) {
+		return nil, derr(2, "declared uncompressed size %d, but data holds %d or more", size, n)
+	}
+	// Reach the end of the stream so zlib verifies its checksum.
+	var one [1]byte
+	if k, err := zr.Read(one[:]); k != 0 || err != io.EOF {
+		if err == nil || err == io.EOF {
+			return nil, derr(2, "zlib data longer than declared size %d", size)
+		}
+		return nil, derr(6, "bad zlib data: %v", err)
+	}
+	if br.Len() != 0 {
+		return nil, derr(len(b)-br.Len(), "%d trailing bytes after the zlib stream", br.Len())
+	}
+	d := decoder{b: buf.Bytes(), inflated: true}
+	if len(d.b) > 0 && d.b[0] == tagCompressed {
+		return nil, derr(0, "nested compressed term (in decompressed data)")
+	}
+	t, err := d.term(0)
+	if err != nil {
+		return nil, err
+	}
+	if d.off != len(d.b) {
+		return nil, derr(d.off, "%d trailing bytes after the term (in decompressed data)", len(d.b)-d.off)
+	}
+	return t, nil
+}
+
+type decoder struct {
+	b        []byte
+	off      int
+	inflated bool // offsets refer to decompressed data
+}
+
+func (d *decoder) errf(off int, format string, args ...any) error {
+	e := derr(off, format, args...)
+	if d.inflated {
+		e.Reason += " (in decompressed data)"
+	}
+	return e
+}
+
+// need checks that n more bytes are available; n may be any size the
+// input claims.
+func (d *decoder) need(n uint64, what string) error {
+	if rem := uint64(len(d.b) - d.off); n > rem {
+		return d.errf(d.off, "%s needs %d bytes, %d remain", what, n, rem)
+	}
+	return nil
+}
+
+func (d *decoder) u8() byte {
+	v := d.b[d.off]
+	d.off++
+	return v
+}
+
+func (d *decoder) u16() uint16 {
+	v := binary.BigEndian.Uint16(d.b[d.off:])
+	d.off += 2
+	return v
+}
+
+func (d *decoder) u32() uint32 {
+	v := binary.BigEndian.Uint32(d.b[d.off:])
+	d.off += 4
+	return v
+}
+
+func (d *decoder) take(n int) []byte {
+	v := d.b[d.off : d.off+n]
+	d.off += n
+	return v
+}
+
+// term decodes the term at d.off.
+func (d *decoder) term(depth int) (Term, error) {
+	if depth > MaxDepth {
+		return nil, d.errf(d.off, "terms nested deeper than %d", MaxDepth)
+	}
+	if err := d.need(1, "tag"); err != nil {
+		return nil, err
+	}
+	start := d.off
+	tag := d.u8()
+	switch tag {
+	case tagSmallInteger:
+		if err := d.need(1, "SMALL_INTEGER_EXT"); err != nil {
+			return nil, err
+		}
+		return Int(d.u8()), nil
+	case tagInteger:
+		if err := d.need(4, "INTEGER_EXT"); err != nil {
+			return nil, err
+		}
+		return Int(int32(d.u32())), nil
+	case tagSmallBig, tagLargeBig:
+		return d.bignum(tag)
+	case tagNewFloat:
+		if err := d.need(8, "NEW_FLOAT_EXT"); err != nil {
+			return nil, err
+		}
+		f := math.Float64frombits(binary.BigEndian.Uint64(d.take(8)))
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, d.errf(start, "float is not finite")
+		}
+		return Float(f), nil
+	case tagFloat:
+		return d.floatText(start)
+	case tagAtom, tagSmallAtom, tagAtomUTF8, tagSmallAtomUTF8:
+		d.off = start
+		a, err := d.atom()
+		if err != nil {
+			return nil, err
+		}
+		return a, nil
+	case tagSmallTuple, tagLargeTuple:
+		var n uint64
+		if tag == tagSmallTuple {
+			if err := d.need(1, "SMALL_TUPLE_EXT"); err != nil {
+				return nil, err
+			}
+			n = uint64(d.u8())
+		} else {
+			if err := d.need(4, "LARGE_TUPLE_EXT"); err != nil {
+				return nil, err
+			}
+			n = uint64(d.u32())
+		}
+		if err := d.need(n, "tuple elements"); err != nil {
+			return nil, err
+		}
+		t := make(Tuple, n)
+		for i := range t {
+			e, err := d.term(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			t[i] = e
+		}
+		return t, nil
+	case tagNil:
+		return Nil, nil
+	case tagString:
+		if err := d.need(2, "STRING_EXT"); err != nil {
+			return nil, err
+		}
+		n := int(d.u16())
+		if err := d.need(uint64(n), "STRING_EXT"); err != nil {
+			return nil, err
+		}
+		l := make(List, n)
+		for i, c := range d.take(n) {
+			l[i] = Int(c)
+		}
+		return l, nil
+	case tagList:
+		d.off = start
+		return d.list(depth)
+	case tagBinary:
+		if err := d.need(4, "BINARY_EXT"); err != nil {
+			return nil, err
+		}
+		n := d.u32()
+		if err := d.need(uint64(n), "BINARY_EXT"); err != nil {
+			return nil, err
+		}
+		return Binary(bytes.Clone(d.take(int(n)))), nil
+	case tagBitBinary:
+		if err := d.need(5, "BIT_BINARY_EXT"); err != nil {
+			return nil, err
+		}
+		n := d.u32()
+		bits := d.u8()
+		if bits > 8 || (bits == 0) != (n == 0) {
+			return nil, d.errf(start+5, "BIT_BINARY_EXT with %d bytes has %d bits in its last byte", n, bits)
+		}
+		if err := d.need(uint64(n), "BIT_BINARY_EXT"); err != nil {
+			return nil, err
+		}
+		data := bytes.Clone(d.take(int(n)))
+		if bits == 8 || n == 0 {
+			if data == nil {
+				data = []byte{}
+			}
+			return Binary(data), nil
+		}
+		data[n-1] &= byte(0xFF << (8 - bits))
+		return Bitstring{Bytes: data, Bits: bits}, nil
+	case tagMap:
+		return d.mapTerm(start, depth)
+	case tagPid, tagNewPid, tagPort, tagNewPort, tagV4Port, tagReference,
+		tagNewReference, tagNewerReference, tagExport, tagNewFun, tagFun:
+		d.off = start
+		if err := d.skipOpaque(depth); err != nil {
+			return nil, err
+		}
+		return &Opaque{Raw: bytes.Clone(d.b[start:d.off])}, nil
+	case tagAtomCacheRef:
+		return nil, d.errf(start, "ATOM_CACHE_REF is only valid in distribution messages")
+	case tagCompressed:
+		return nil, d.errf(start, "compressed term not at top level")
+	case tagVersion:
+		return nil, d.errf(start, "version byte inside a term")
+	}
+	return nil, d.errf(start, "unknown tag %d", tag)
+}
+
+func (d *decoder) bignum(tag byte) (Term, error) {
+	var n uint64
+	if tag == tagSmallBig {
+		if err := d.need(2, "SMALL_BIG_EXT"); err != nil {
+			return nil, err
+		}
+		n = uint64(d.u8())
+	} else {
+		if err := d.need(5, "LARGE_BIG_EXT"); err != nil {
+			return nil, err
+		}
+		n = uint64(d.u32())
+	}
+	neg := d.u8() != 0
+	if err := d.need(n, "bignum magnitude"); err != nil {
+		return nil, err
+	}
+	mag := d.take(int(n))
+	// Ignore high zero bytes (non-canonical but accepted).
+	for len(mag) > 0 && mag[len(mag)-1] == 0 {
+		mag = mag[:len(mag)-1]
+	}
+	if len(mag) <= 8 {
+		var u uint64
+		for i := len(mag) - 1; i >= 0; i-- {
+			u = u<<8 | uint64(mag[i])
+		}
+		switch {
+		case !neg && u <= math.MaxInt64:
+			return Int(int64(u)), nil
+		case neg && u <= 1<<63:
+			return Int(-int64(u)), nil // -2^63 wraps to itself, as wanted
+		}
+	}
+	be := make([]byte, len(mag))
+	for i, c := range mag {
+		be[len(mag)-1-i] = c
+	}
+	b := new(BigInt)
+	b.v.SetBytes(be)
+	if neg {
+		b.v.Neg(&b.v)
+	}
+	return b, nil
+}
+
+// floatText parses FLOAT_EXT: printf("%.20e") text padded with NULs.
+func (d *decoder) floatText(start int) (Term, error) {
+	if err := d.need(floatExtLen, "FLOAT_EXT"); err != nil {
+		return nil, err
+	}
+	text := d.take(floatExtLen)
+	if i := bytes.IndexByte(text, 0); i >= 0 {
+		text = text[:i]
+	}
+	ok := len(text) > 0
+	for _, c := range text {
+		if !(c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-') {
+			ok = false
+		}
+	}
+	f, err := strconv.ParseFloat(string(text), 64)
+	if !ok || err != nil || math.IsInf(f, 0) {
+		return nil, d.errf(start, "FLOAT_EXT text %q is not a finite float", text)
+	}
+	return Float(f), nil
+}
+
+// atom decodes an atom term at d.off (any of the four atom tags).
+func (d *decoder) atom() (Atom, error) {
+	start := d.off
+	name, latin1, err := d.atomBytes()
+	if err != nil {
+		return "", err
+	}
+	if latin1 {
+		ascii := true
+		for _, c := range name {
+			if c >= 0x80 {
+				ascii = false
+				break
+			}
+		}
+		if ascii {
+			return Atom(name), nil
+		}
+		buf := make([]byte, 0, 2*len(name))
+		for _, c := range name {
+			buf = utf8.AppendRune(buf, rune(c))
+		}
+		return Atom(buf), nil
+	}
+	if !utf8.Valid(name) {
+		return "", d.errf(start, "atom text is not valid UTF-8")
+	}
+	if utf8.RuneCount(name) > maxAtomChars {
+		return "", d.errf(start, "atom longer than %d characters", maxAtomChars)
+	}
+	return Atom(name), nil
+}
+
+// atomBytes reads an atom's tag, length and text without converting it.
+func (d *decoder) atomBytes() (name []byte, latin1 bool, err error) {
+	if err := d.need(1, "atom"); err != nil {
+		return nil, false, err
+	}
+	start := d.off
+	tag := d.u8()
+	var n int
+	switch tag {
+	case tagAtom, tagAtomUTF8:
+		if err := d.need(2, "atom length"); err != nil {
+			return nil, false, err
+		}
+		n = int(d.u16())
+	case tagSmallAtom, tagSmallAtomUTF8:
+		if err := d.need(1, "atom length"); err != nil {
+			return nil, false, err
+		}
+		n = int(d.u8())
+	case tagAtomCacheRef:
+		return nil, false, d.errf(start, "ATOM_CACHE_REF is only valid in distribution messages")
+	default:
+		return nil, false, d.errf(start, "tag %d where an atom is required", tag)
+	}
+	if err := d.need(uint64(n), "atom text"); err != nil {
+		return nil, false, err
+	}
+	latin1 = tag == tagAtom || tag == tagSmallAtom
+	if latin1 && n > maxAtomChars {
+		return nil, false, d.errf(start, "atom longer than %d characters", maxAtomChars)
+	}
+	return d.take(n), latin1, nil
+}
+
+// list decodes LIST_EXT at d.off, flattening tails that are lists.
+func (d *decoder) list(depth int) (Term, error) {
+	var elems []Term
+	for {
+		d.off++ // tag, known to be LIST_EXT
+		if err := d.need(4, "LIST_EXT"); err != nil {
+			return nil, err
+		}
+		n := uint64(d.u32())
+		// n elements plus a tail, each at least one byte.
+		if err := d.need(n+1, "list elements"); err != nil {
+			return nil, err
+		}
+		if elems == nil {
+			elems = make([]Term, 0, n)
+		}
+		for range n {
+			e, err := d.term(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			elems = append(elems, e)
+		}
+		if d.off < len(d.b) && d.b[d.off] == tagList {
+			continue // the tail is a list: keep appending
+		}
+		tail, err := d.term(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		switch t := tail.(type) {
+		case List:
+			return List(append(elems, t...)), nil
+		default:
+			if len(elems) == 0 {
+				return tail, nil // LIST_EXT of length 0 is its tail
+			}
+			return &ImproperList{Elems: elems, Tail: tail}, nil
+		}
+	}
+}
+
+func (d *decoder) mapTerm(start, depth int) (Term, error) {
+	if err := d.need(4, "MAP_EXT"); err != nil {
+		return nil, err
+	}
+	n := uint64(d.u32())
+	if err := d.need(2*n, "map pairs"); err != nil {
+		return nil, err
+	}
+	m := make(Map, n)
+	for i := range m {
+		k, err := d.term(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		v, err := d.term(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		m[i] = Pair{Key: k, Value: v}
+	}
+	if hasDuplicateKeys(m) {
+		return nil, d.errf(start, "map has duplicate keys")
+	}
+	return m, nil
+}
+
+// hasDuplicateKeys reports whether two keys of m are Equal.
+func hasDuplicateKeys(m Map) bool {
+	if len(m) < 2 {
+		return false
+	}
+	s := sortedPairs(m)
+	for i := 1; i < len(s); i++ {
+		if compare(s[i-1].Key, s[i].Key, modeExact) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// skipOpaque validates the pid, port, reference or fun at d.off and moves
+// past it.
+func (d *decoder) skipOpaque(depth int) error {
+	start := d.off
+	tag := d.u8()
+	fixed := func(n uint64, what string) error {
+		if err := d.need(n, what); err != nil {
+			return err
+		}
+		d.off += int(n)
+		return nil
+	}
+	switch tag {
+	case tagPid, tagNewPid, tagPort, tagNewPort, tagV4Port, tagReference:
+		if _, _, err := d.atomBytes(); err != nil {
+			return err
+		}
+		return fixed(opaqueFixedSize(tag), "pid, port or reference")
+	case tagNewReference, tagNewerReference:
+		if err := d.need(2, "reference"); err != nil {
+			return err
+		}
+		n := uint64(d.u16())
+		if n > 5 {
+			// OTP references have at most 5 ID words.
+			return d.errf(start, "reference with %d ID words", n)
+		}
+		if _, _, err := d.atomBytes(); err != nil {
+			return err
+		}
+		creation := uint64(1)
+		if tag == tagNewerReference {
+			creation = 4
+		}
+		return fixed(creation+4*n, "reference")
+	case tagExport:
+		if _, _, err := d.atomBytes(); err != nil {
+			return err
+		}
+		if _, _, err := d.atomBytes(); err != nil {
+			return err
+		}
+		if err := d.need(2, "export arity"); err != nil {
+			return err
+		}
+		if d.u8() != tagSmallInteger {
+			return d.errf(d.off-1, "export arity is not SMALL_INTEGER_EXT")
+		}
+		d.off++
+		return nil
+	case tagNewFun:
+		if err := d.need(4+1+16+4+4, "NEW_FUN_EXT"); err != nil {
+			return err
+		}
+		size := uint64(d.u32())
+		end := uint64(start) + 1 + size
+		if size < 4 || end > uint64(len(d.b)) {
+			return d.errf(start, "NEW_FUN_EXT size %d does not fit the input", size)
+		}
+		d.off += 1 + 16 + 4
+		numFree := uint64(d.u32())
+		if err := d.funTail(depth, numFree, true); err != nil {
+			return err
+		}
+		if uint64(d.off) != end {
+			return d.errf(start, "NEW_FUN_EXT size %d, but its fields take %d", size, d.off-start-1)
+		}
+		return nil
+	case tagFun:
+		if err := d.need(4, "FUN_EXT"); err != nil {
+			return err
+		}
+		numFree := uint64(d.u32())
+		return d.funTail(depth, numFree, false)
+	}
+	return d.errf(start, "unknown tag %d", tag)
+}
+
+// funTail reads the module, index, uniq, pid and free variables of a fun.
+func (d *decoder) funTail(depth int, numFree uint64, newFun bool) error {
+	if err := d.need(numFree, "fun free variables"); err != nil {
+		return err
+	}
+	if !newFun {
+		if err := d.opaqueOf(depth, "fun pid", tagPid, tagNewPid); err != nil {
+			return err
+		}
+	}
+	if _, _, err := d.atomBytes(); err != nil {
+		return err
+	}
+	for range 2 {
+		if err := d.need(1, "fun index"); err != nil {
+			return err
+		}
+		switch d.b[d.off] {
+		case tagSmallInteger, tagInteger:
+			if _, err := d.term(depth + 1); err != nil {
+				return err
+			}
+		default:
+			return d.errf(d.off, "fun index or uniq is not an integer")
+		}
+	}
+	if newFun {
+		if err := d.opaqueOf(depth, "fun pid", tagPid, tagNewPid); err != nil {
+			return err
+		}
+	}
+	for range numFree {
+		if _, err := d.term(depth + 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// opaqueFixedSize is the size of the fields after the node atom.
+func opaqueFixedSize(tag byte) uint64 {
+	switch tag {
+	case tagPid:
+		return 4 + 4 + 1
+	case tagNewPid:
+		return 4 + 4 + 4
+	case tagPort, tagReference:
+		return 4 + 1
+	case tagNewPort:
+		return 4 + 4
+	default: // tagV4Port
+		return 8 + 4
+	}
+}
+
+// opaqueOf skips an opaque term whose tag must be one of tags.
+func (d *decoder) opaqueOf(depth int, what string, tags ...byte) error {
+	if err := d.need(1, what); err != nil {
+		return err
+	}
+	for _, t := range tags {
+		if d.b[d.off] == t {
+			return d.skipOpaque(depth + 1)
+		}
+	}
+	return d.errf(d.off, "%s has tag %d", what, d.b[d.off])
+}
+
+func derr(off int, format string, args ...any) *DecodeError {
+	return &DecodeError{Offset: off, Reason: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,82 @@
+// Package exclusive runs work on a DETS table inside a cross-process
+// exclusive session:
+//
+//	acquire lock → open table → callback → close table → release lock
+//
+// With (and Do, for a callback that returns a value) succeed only after the
+// table was closed and the lock released. Use sessions whenever separate
+// processes share one DETS file: the file format has no locking of its own,
+// and two writers corrupt it.
+//
+// # The lock
+//
+// Ownership is flock(2) LOCK_EX on a sidecar file next to the data file,
+// <resolved-data-path>.slate.lock (the name Slate uses, so Go and Gleam
+// programs that both use flock exclude each other). The sidecar is never
+// deleted; its presence means nothing, only the kernel lock does. The kernel
+// drops the lock when the owning process exits or is killed; the next
+// session may then find the table not closed properly: with Repair
+// dets.NoRepair it fails with ErrNeedsRepair (the file untouched), with
+// dets.AutoRepair it repairs while holding the lock. Repair can lose data:
+// back up a file you need before repairing it.
+//
+// Symlinks (of the parent directory and of the file) are resolved before
+// the sidecar is chosen, and the resolved path is what dets.Open receives,
+// so relative, absolute and symlinked names of one file share one lock. The
+// parent directory must exist. Refused before locking, as ErrUnsafeAlias:
+// data files with more than one hard link, dangling symlinks, sidecars that
+// are symlinks, hard links or not regular files, and data files or sidecars
+// that are themselves mount points (mount a directory, not the file). Only
+// known local filesystems are accepted; network, cluster, FUSE and overlay
+// filesystems give ErrUnsupportedFilesystem. Only Linux is supported
+// (ErrUnsupportedTarget elsewhere). There is no unlocked fallback.
+//
+// # Waiting
+//
+// Immediate tries once and gives ErrBusy. WaitUpTo(d) retries at most every
+// 20 ms until one monotonic deadline and gives ErrTimedOut; WaitUpTo(0) is
+// Immediate and a negative duration gives ErrInvalidWait. There is no
+// infinite wait. Once the lock is held the deadline no longer applies.
+//
+// # In one process
+//
+// A nested session on the same file contends exactly like another process
+// (ErrBusy or ErrTimedOut); it never deadlocks and is never re-entrant.
+// Sessions on different files are independent. The callback runs in the
+// calling goroutine; it must not keep the *dets.Table, close it, or hand it
+// to work that outlives the callback.
+//
+// A panic or runtime.Goexit in the callback closes the table and releases
+// the lock before it continues, with the original panic value.
+//
+// # Errors
+//
+// Every failure is one of: ErrInvalidWait; *AcquisitionError (the table was
+// not opened, the callback did not run), whose Reason is ErrBusy,
+// ErrTimedOut, ErrUnsupportedFilesystem, ErrUnsafeAlias,
+// ErrUnsupportedTarget, ErrQuarantined or ErrAlreadyOpen, or nil for an
+// operating-system error; *SessionError with Stage OpenFailure (including
+// ErrNeedsRepair) or CallbackFailure; *CleanupError when closing the table
+// or releasing the lock failed.
+//
+// A cleanup failure quarantines the file in this process: when the table
+// failed to close the lock is kept until the process exits, and later
+// sessions on the file fail with ErrQuarantined. Stop using the file in this
+// process; never delete the sidecar to recover. Cleanup failures are logged
+// through log/slog (slog.Default) at Error level with
+// event=godets_exclusive_cleanup_failed (EventCleanupFailed).
+//
+// Error() strings name paths, for trusted logs. For output shown to end
+// users use Code (a short stable identifier) and Message (one sentence);
+// neither contains a path or text from the callback's error.
+//
+// # What sessions do not give
+//
+// All programs sharing a file must use sessions, readers included: raw
+// dets.Open ignores the lock. A callback error does not roll back earlier
+// writes; sessions add no transaction or power-loss guarantee. Releasing
+// the lock between a read and a dependent write permits lost updates: keep
+// read-modify-write inside one callback (see the examples). Keep the
+// namespace stable: renaming, replacing or removing data files or sidecars,
+// or adding links, while sessions can start is outside the contract.
+package exclusive

@@ -1,0 +1,100 @@
+package exclusive
+
+import (
+	"time"
+
+	"github.com/godets/godets/dets"
+)
+
+// Wait bounds how long a session waits for a lock held elsewhere. The zero
+// Wait is Immediate.
+type Wait struct{ d time.Duration }
+
+// Immediate tries once: a held lock gives ErrBusy.
+var Immediate = Wait{}
+
+// WaitUpTo retries a held lock until d has passed on the monotonic clock,
+// polling at most every 20 ms, then gives ErrTimedOut. WaitUpTo(0) is
+// Immediate. A negative d makes the session fail with ErrInvalidWait before
+// touching the file system. There is no infinite wait.
+//
+// The wait bounds contention only: a stalled system call can delay the
+// result, and once the lock is held the deadline no longer applies (open,
+// repair and the callback run to completion). A lock obtained well after
+// the deadline (more than one poll interval) is released again and the
+// session reports ErrTimedOut without opening the table.
+func WaitUpTo(d time.Duration) Wait { return Wait{d: d} }
+
+// Duration is the wait's bound (0 for Immediate).
+func (w Wait) Duration() time.Duration { return w.d }
+
+func (w Wait) String() string {
+	if w.d == 0 {
+		return "Immediate"
+	}
+	return "WaitUpTo(" + w.d.String() + ")"
+}
+
+// Options configure a session.
+type Options struct {
+	// Repair decides what opening a file that was not closed properly does:
+	// dets.NoRepair (the zero value) fails with ErrNeedsRepair, AutoRepair
+	// repairs it while the lock is held, ForceRepair always rebuilds.
+	Repair dets.RepairMode
+	// ReadOnly opens the table without writing.
+	ReadOnly bool
+	// Wait bounds lock contention; the zero value is Immediate.
+	Wait Wait
+	// Table supplies kind, key position, format and the rest of dets.Options
+	// for the open. Repair and ReadOnly above override Table's fields.
+	Table dets.Options
+
+	hooks *testHooks
+}
+
+// openElsewhere reports whether the table at the resolved path is open in
+// this process outside a session.
+//
+// TODO(dets): wire to the engine's in-process open registry (for example
+// dets.IsOpen(path) bool) once it exists; until then this package cannot see
+// tables opened directly with dets.Open.
+var openElsewhere = func(resolved string) bool { return false }
+
+// With runs fn inside an exclusive session on the table at path.
+//
+// The session acquires the sidecar lock (see package doc), opens the table
+// with dets.Open on the resolved path, runs fn in the calling goroutine,
+// closes the table and releases the lock. It returns nil only after the
+// close and the release succeeded.
+//
+// Errors: ErrInvalidWait; *AcquisitionError (ErrBusy, ErrTimedOut, ...)
+// before the table is opened; *SessionError (OpenFailure, CallbackFailure)
+// after the table was closed and the lock released; *CleanupError when
+// closing or releasing failed, which quarantines the file in this process.
+//
+// A panic or runtime.Goexit in fn closes the table and releases the lock,
+// then continues with the original panic value.
+//
+// fn must not keep the table, close it, or use it after returning. A nested
+// session on the same file contends like another process (ErrBusy or
+// ErrTimedOut); it never deadlocks and is never re-entrant.
+func With(path string, opts Options, fn func(*dets.Table) error) error {
+	if fn == nil {
+		return ErrNilCallback
+	}
+	_, err := Do(path, opts, func(t *dets.Table) (struct{}, error) { return struct{}{}, fn(t) })
+	return err
+}
+
+// Do is With for a callback that returns a value. The value is returned
+// with a nil error, a *SessionError of stage CallbackFailure, or a
+// *CleanupError.
+func Do[T any](path string, opts Options, fn func(*dets.Table) (T, error)) (T, error) {
+	open := func(resolved string) (*dets.Table, error) {
+		to := opts.Table
+		to.Repair = opts.Repair
+		to.ReadOnly = opts.ReadOnly
+		return dets.Open(resolved, to)
+	}
+	return run(path, opts.Wait, opts.hooks, open, fn)
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package exclusive
+
+const raceEnabled = false

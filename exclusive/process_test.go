@@ -1,0 +1,434 @@
+package exclusive
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/godets/godets/dets"
+	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/lockfile"
+	"golang.org/x/sys/unix"
+)
+
+// Multi-process tests re-execute the test binary; childEnv selects the role.
+const (
+	childEnv     = "GODETS_EXCLUSIVE_CHILD"
+	childPathEnv = "GODETS_EXCLUSIVE_PATH"
+	childNEnv    = "GODETS_EXCLUSIVE_N"
+)
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(childEnv); role != "" {
+		os.Exit(runChild(role, os.Getenv(childPathEnv)))
+	}
+	os.Exit(m.Run())
+}
+
+var countKey = etf.Atom("count")
+
+// readCount returns the counter stored under countKey, 0 if absent.
+func readCount(t *dets.Table) (int64, error) {
+	objs, err := t.Lookup(countKey)
+	if err != nil || len(objs) == 0 {
+		return 0, err
+	}
+	tup, ok := objs[0].(etf.Tuple)
+	if !ok || len(tup) != 2 {
+		return 0, fmt.Errorf("bad counter object %v", objs[0])
+	}
+	n, ok := tup[1].(etf.Int)
+	if !ok {
+		return 0, fmt.Errorf("bad counter value %v", tup[1])
+	}
+	return int64(n), nil
+}
+
+func increment(t *dets.Table) (int64, error) {
+	n, err := readCount(t)
+	if err != nil {
+		return 0, err
+	}
+	return n + 1, t.Insert(etf.Tuple{countKey, etf.Int(n + 1)})
+}
+
+func monoNow() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+func runChild(role, path string) int {
+	switch role {
+	case "hold": // hold a session until stdin closes
+		err := With(path, Options{Wait: WaitUpTo(5 * time.Second)}, func(*dets.Table) error {
+			fmt.Println("locked")
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			return nil
+		})
+		if err != nil {
+			fmt.Println("error:", err)
+			return 2
+		}
+		return 0
+	case "dirty": // write inside a session, then wait to be killed
+		err := With(path, Options{}, func(t *dets.Table) error {
+			if err := t.Insert(etf.Tuple{countKey, etf.Int(41)}); err != nil {
+				return err
+			}
+			fmt.Println("locked")
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			return errors.New("not killed")
+		})
+		fmt.Println("error:", err)
+		return 2
+	case "counter": // N increments, one session each, printing callback intervals
+		n, _ := strconv.Atoi(os.Getenv(childNEnv))
+		w := bufio.NewWriter(os.Stdout)
+		for range n {
+			var start, end int64
+			_, err := Do(path, Options{Wait: WaitUpTo(20 * time.Second)}, func(t *dets.Table) (int64, error) {
+				start = monoNow()
+				v, err := increment(t)
+				end = monoNow()
+				return v, err
+			})
+			if err != nil {
+				fmt.Fprintln(w, "error:", err)
+				w.Flush()
+				return 2
+			}
+			fmt.Fprintln(w, "iv", start, end)
+		}
+		w.Flush()
+		return 0
+	}
+	return 4
+}
+
+type child struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+}
+
+func startChild(t *testing.T, role, path string, env ...string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), childEnv+"="+role, childPathEnv+"="+path), env...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, stdin: stdin, stdout: bufio.NewReader(out)}
+	t.Cleanup(func() { c.stdin.Close(); _ = c.cmd.Process.Kill(); _ = c.cmd.Wait() })
+	return c
+}
+
+func (c *child) waitLocked(t *testing.T) {
+	t.Helper()
+	line, err := c.stdout.ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "locked" {
+		t.Fatalf("child did not lock: %q %v", line, err)
+	}
+}
+
+func (c *child) release(t *testing.T) {
+	t.Helper()
+	c.stdin.Close()
+	if err := c.cmd.Wait(); err != nil {
+		t.Fatalf("child: %v", err)
+	}
+}
+
+func noop(*dets.Table) error { return nil }
+
+// Behaviours 2, 3, 4, 6, 9 across processes.
+func TestProcessContention(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.dets")
+	c := startChild(t, "hold", path)
+	c.waitLocked(t)
+
+	start := time.Now()
+	err := With(path, Options{Wait: Immediate}, noop)
+	if el := time.Since(start); !errors.Is(err, ErrBusy) || el > 25*time.Millisecond {
+		t.Fatalf("Immediate: %v after %v", err, el)
+	}
+	if err := With(path, Options{Wait: WaitUpTo(0)}, noop); !errors.Is(err, ErrBusy) || Code(err) != "busy" {
+		t.Fatalf("WaitUpTo(0): %v", err)
+	}
+	start = time.Now()
+	err = With(path, Options{Wait: WaitUpTo(100 * time.Millisecond)}, noop)
+	el := time.Since(start)
+	if !errors.Is(err, ErrTimedOut) || errors.Is(err, ErrBusy) || Code(err) != "timed_out" {
+		t.Fatalf("WaitUpTo: %v", err)
+	}
+	if el < 100*time.Millisecond || el > 160*time.Millisecond {
+		t.Fatalf("TimedOut after %v", el)
+	}
+	t.Logf("TimedOut after %v", el)
+
+	// Release at ~150 ms; a waiter gets in within about one poll interval.
+	start = time.Now()
+	time.AfterFunc(150*time.Millisecond, func() { c.stdin.Close() })
+	err = With(path, Options{Wait: WaitUpTo(2 * time.Second)}, noop)
+	el = time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el > 150*time.Millisecond+60*time.Millisecond {
+		t.Fatalf("acquired %v after start (release at 150ms)", el)
+	}
+	t.Logf("acquired after %v", el)
+}
+
+// Behaviour 15 plus repair: a SIGKILLed holder's lock is released by the
+// kernel; the dirty file gives NeedsRepair with NoRepair and is repaired
+// under the lock with AutoRepair.
+func TestKilledHolderLeavesDirtyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.dets")
+	c := startChild(t, "dirty", path)
+	c.waitLocked(t)
+	if err := With(path, Options{}, noop); !errors.Is(err, ErrBusy) {
+		t.Fatalf("before kill: %v", err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.cmd.Wait()
+	l, err := lockfile.Acquire(path, lockfile.Options{Wait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(killed); el > 50*time.Millisecond {
+		t.Errorf("lock free only %v after the kill", el)
+	}
+	_ = l.Unlock()
+
+	err = With(path, Options{Repair: dets.NoRepair}, noop)
+	if !errors.Is(err, ErrNeedsRepair) || !errors.Is(err, dets.ErrNeedsRepair) || Code(err) != "needs_repair" {
+		t.Fatalf("NoRepair: %v (%s)", err, Code(err))
+	}
+	var se *SessionError
+	if !errors.As(err, &se) || se.Stage != OpenFailure {
+		t.Fatalf("not an open failure: %v", err)
+	}
+	after, _ := os.ReadFile(path)
+	if !slices.Equal(before, after) {
+		t.Fatal("NoRepair session changed the file")
+	}
+	if !lockIsFree(t, path) {
+		t.Fatal("lock kept after open failure")
+	}
+
+	n, err := Do(path, Options{Repair: dets.AutoRepair}, readCount)
+	if errors.Is(err, dets.ErrNotSupported) {
+		t.Skip("dets does not support AutoRepair yet")
+	}
+	if err != nil {
+		t.Fatalf("AutoRepair: %v", err)
+	}
+	if n != 0 && n != 41 {
+		t.Fatalf("repaired counter %d", n)
+	}
+	t.Logf("counter after repair: %d", n)
+	if err := With(path, Options{}, noop); err != nil {
+		t.Fatalf("after repair: %v", err)
+	}
+}
+
+func flockPath(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("flock")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("flock(1) from util-linux is required under CI")
+		}
+		t.Skip("flock(1) not installed")
+	}
+	return p
+}
+
+func flockN(t *testing.T, fl, sidecar string) int {
+	t.Helper()
+	err := exec.Command(fl, "-n", sidecar, "true").Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0
+}
+
+func procLocksLists(t *testing.T, sidecar string) bool {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(sidecar, &st); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		t.Skip("no /proc/locks")
+	}
+	want := fmt.Sprintf("FLOCK  ADVISORY  WRITE %d ", os.Getpid())
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) >= 6 && strings.Join(f[1:5], " ") == strings.Join(strings.Fields(want), " ") &&
+			strings.HasSuffix(f[5], ":"+strconv.FormatUint(st.Ino, 10)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Behaviours 11, 12, 14, 16, 50 with util-linux flock(1).
+func TestFlockUtilityInterop(t *testing.T) {
+	fl := flockPath(t)
+	path := filepath.Join(t.TempDir(), "t.dets")
+	sidecar := path + lockfile.SidecarSuffix
+	sleep, _ := exec.LookPath("sleep")
+	var kid *exec.Cmd
+	err := With(path, Options{}, func(*dets.Table) error {
+		if got := flockN(t, fl, sidecar); got != 1 {
+			return fmt.Errorf("flock -n during session exited %d", got)
+		}
+		if !procLocksLists(t, sidecar) {
+			return errors.New("/proc/locks lacks our FLOCK WRITE entry")
+		}
+		// An unrelated open+close of the sidecar must not drop the lock.
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if f, err := os.Open(sidecar); err == nil {
+				f.Close()
+			}
+		})
+		wg.Wait()
+		if got := flockN(t, fl, sidecar); got != 1 {
+			return fmt.Errorf("lock dropped by unrelated close (%d)", got)
+		}
+		if sleep != "" {
+			kid = exec.Command(sleep, "10")
+			if err := kid.Start(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if kid != nil {
+		defer func() { _ = kid.Process.Kill(); _ = kid.Wait() }()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Released, even with a child started inside the callback still alive.
+	if got := flockN(t, fl, sidecar); got != 0 {
+		t.Fatalf("flock -n after session exited %d", got)
+	}
+	if procLocksLists(t, sidecar) {
+		t.Fatal("/proc/locks still lists the sidecar")
+	}
+	// After error and panic endings too.
+	_ = With(path, Options{}, func(*dets.Table) error { return errors.New("x") })
+	func() {
+		defer func() { _ = recover() }()
+		_ = With(path, Options{}, func(*dets.Table) error { panic("x") })
+	}()
+	if got := flockN(t, fl, sidecar); got != 0 {
+		t.Fatalf("flock -n after failed sessions exited %d", got)
+	}
+	// flock(1) holding the sidecar excludes a session.
+	cmd := exec.Command(fl, "-n", sidecar, "sh", "-c", "echo locked; read x")
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); _ = cmd.Wait() }()
+	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "locked" {
+		t.Fatalf("flock(1) did not lock: %q", line)
+	}
+	if err := With(path, Options{}, noop); !errors.Is(err, ErrBusy) {
+		t.Fatalf("with flock(1) holding: %v", err)
+	}
+}
+
+// Behaviour 51: 8 processes × N sessions increment one counter exactly, with
+// no two callbacks overlapping in time.
+func TestStressCounter(t *testing.T) {
+	procs, per := 8, 200
+	if testing.Short() {
+		per = 25
+	}
+	path := filepath.Join(t.TempDir(), "t.dets")
+	if err := With(path, Options{}, func(t *dets.Table) error {
+		return t.Insert(etf.Tuple{countKey, etf.Int(0)})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	kids := make([]*child, procs)
+	for i := range kids {
+		kids[i] = startChild(t, "counter", path, childNEnv+"="+strconv.Itoa(per))
+	}
+	type iv struct{ s, e int64 }
+	var ivs []iv
+	for i, c := range kids {
+		for {
+			line, err := c.stdout.ReadString('\n')
+			if err != nil {
+				break
+			}
+			f := strings.Fields(line)
+			if len(f) == 3 && f[0] == "iv" {
+				s, _ := strconv.ParseInt(f[1], 10, 64)
+				e, _ := strconv.ParseInt(f[2], 10, 64)
+				ivs = append(ivs, iv{s, e})
+			} else {
+				t.Errorf("child %d: %s", i, strings.TrimSpace(line))
+			}
+		}
+		if err := c.cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v", i, err)
+		}
+	}
+	t.Logf("%d sessions in %v", procs*per, time.Since(start))
+	n, err := Do(path, Options{}, readCount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != int64(procs*per) || len(ivs) != procs*per {
+		t.Fatalf("counter %d, intervals %d, want %d", n, len(ivs), procs*per)
+	}
+	slices.SortFunc(ivs, func(a, b iv) int { return int(a.s - b.s) })
+	for i := 1; i < len(ivs); i++ {
+		if ivs[i].s < ivs[i-1].e {
+			t.Fatalf("callbacks overlap: %v and %v", ivs[i-1], ivs[i])
+		}
+	}
+}

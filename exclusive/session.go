@@ -1,0 +1,217 @@
+package exclusive
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/godets/godets/internal/lockfile"
+)
+
+// Log events. Cleanup failures are logged at Error level through
+// slog.Default with the attribute event=EventCleanupFailed, plus path (the
+// resolved data path), cause ("return" or "panic_or_goexit"), failures and
+// primary. Logs may name paths; they are meant for trusted operators.
+const (
+	EventCleanupFailed = "godets_exclusive_cleanup_failed"
+)
+
+// logger is replaced in tests.
+var logger = slog.Default
+
+// registry is the process-wide view of sessions. The kernel lock already
+// excludes a second session in this process (flock is per open file
+// description), so the registry only adds what the kernel cannot: quarantine
+// of files whose cleanup failed, and a happens-before edge between
+// consecutive sessions on one file for the race detector, which knows
+// nothing about file locks.
+var registry = struct {
+	sync.Mutex
+	active      map[lockfile.ID]bool
+	quarantined map[string]*lockfile.Lock // by resolved data path; the lock may be nil
+	quarantID   map[lockfile.ID]bool
+}{
+	active:      map[lockfile.ID]bool{},
+	quarantined: map[string]*lockfile.Lock{},
+	quarantID:   map[lockfile.ID]bool{},
+}
+
+func isQuarantined(data string, id *lockfile.ID) bool {
+	registry.Lock()
+	defer registry.Unlock()
+	if _, ok := registry.quarantined[data]; ok {
+		return true
+	}
+	return id != nil && registry.quarantID[*id]
+}
+
+// quarantine refuses data for the rest of the process. If held is non-nil,
+// its lock is kept (referenced here so it is never collected) until exit.
+func quarantine(data string, id lockfile.ID, held *lockfile.Lock) {
+	registry.Lock()
+	defer registry.Unlock()
+	registry.quarantined[data] = held
+	if held != nil {
+		// Only a held descriptor pins the inode; a released one's
+		// number may be reused by an unrelated file.
+		registry.quarantID[id] = true
+	}
+	delete(registry.active, id)
+}
+
+// closer is what a session opens: *dets.Table in production, fakes in tests.
+type closer interface{ Close() error }
+
+// testHooks injects faults; zero in production.
+type testHooks struct {
+	lock   *lockfile.Hooks
+	unlock func(*lockfile.Lock) error // replaces (*lockfile.Lock).Unlock
+	// afterAcquire runs once the lock is held, before the open step.
+	afterAcquire func()
+}
+
+// session is one owned table: the lock, and the table once open.
+type session[R closer] struct {
+	lock  *lockfile.Lock
+	table R
+	hooks *testHooks
+	done  bool
+}
+
+// run is the whole session protocol, generic over the table type:
+// validate wait → resolve → acquire → open(resolved) → fn → close → release.
+func run[T any, R closer](path string, wait Wait, hooks *testHooks, open func(resolved string) (R, error), fn func(R) (T, error)) (T, error) {
+	var zero T
+	if wait.d < 0 {
+		return zero, ErrInvalidWait
+	}
+	if fn == nil {
+		return zero, ErrNilCallback
+	}
+	if hooks == nil {
+		hooks = &testHooks{}
+	}
+	start := time.Now()
+	target, err := lockfile.Resolve(path, hooks.lock)
+	if err != nil {
+		return zero, acquisitionError(err)
+	}
+	if isQuarantined(target.Data, nil) {
+		return zero, &AcquisitionError{Reason: ErrQuarantined}
+	}
+	lock, err := target.Acquire(lockfile.Options{Wait: wait.d - time.Since(start), Hooks: hooks.lock})
+	if err != nil {
+		if wait.d > 0 && errors.Is(err, lockfile.ErrBusy) {
+			// The resolve step used up the whole wait: still a timeout.
+			err = lockfile.ErrTimedOut
+		}
+		return zero, acquisitionError(err)
+	}
+	s := &session[R]{lock: lock, hooks: hooks}
+	id := lock.ID()
+	registry.Lock()
+	refused := registry.quarantID[id]
+	if !refused {
+		registry.active[id] = true
+	}
+	registry.Unlock()
+	if refused {
+		// Same file reached through another name (e.g. a bind-mounted
+		// directory) whose earlier cleanup failed.
+		_ = s.unlock()
+		return zero, &AcquisitionError{Reason: ErrQuarantined}
+	}
+	if openElsewhere(lock.DataPath()) {
+		if errs := s.release(); len(errs) > 0 {
+			return zero, s.cleanupFailed(&AcquisitionError{Reason: ErrAlreadyOpen}, errs, "return")
+		}
+		return zero, &AcquisitionError{Reason: ErrAlreadyOpen}
+	}
+	if hooks.afterAcquire != nil {
+		hooks.afterAcquire()
+	}
+
+	table, err := open(lock.DataPath())
+	if err != nil {
+		primary := &SessionError{Stage: OpenFailure, Err: err}
+		if errs := s.release(); len(errs) > 0 {
+			return zero, s.cleanupFailed(primary, errs, "return")
+		}
+		return zero, primary
+	}
+	s.table = table
+
+	// Cleanup runs in a deferred call so that a panic or runtime.Goexit in
+	// fn also closes the table and releases the lock. It does not recover:
+	// a panic continues with its original value and stack once cleanup is
+	// done.
+	defer func() {
+		if !s.done {
+			if errs := s.finish(); len(errs) > 0 {
+				s.logFailure(nil, errs, "panic_or_goexit")
+			}
+		}
+	}()
+	v, ferr := fn(table)
+	var primary error
+	if ferr != nil {
+		primary = &SessionError{Stage: CallbackFailure, Err: ferr}
+	}
+	if errs := s.finish(); len(errs) > 0 {
+		return v, s.cleanupFailed(primary, errs, "return")
+	}
+	return v, primary
+}
+
+// finish closes the table, then releases the lock. If close fails the lock
+// is kept and the file quarantined: the table's state on disk is unknown, and
+// another owner must not start on it while this process lives.
+func (s *session[R]) finish() []error {
+	s.done = true
+	if err := s.table.Close(); err != nil {
+		quarantine(s.lock.DataPath(), s.lock.ID(), s.lock)
+		return []error{fmt.Errorf("exclusive: closing table: %w", err)}
+	}
+	return s.release()
+}
+
+// release gives up the lock; a failure quarantines the file (the
+// descriptor is closed regardless, see lockfile.Lock.Unlock).
+func (s *session[R]) release() []error {
+	s.done = true
+	registry.Lock()
+	delete(registry.active, s.lock.ID())
+	registry.Unlock()
+	if err := s.unlock(); err != nil {
+		quarantine(s.lock.DataPath(), s.lock.ID(), nil)
+		return []error{fmt.Errorf("exclusive: releasing lock: %w", err)}
+	}
+	return nil
+}
+
+func (s *session[R]) unlock() error {
+	if s.hooks.unlock != nil {
+		return s.hooks.unlock(s.lock)
+	}
+	return s.lock.Unlock()
+}
+
+func (s *session[R]) cleanupFailed(primary error, errs []error, cause string) error {
+	s.logFailure(primary, errs, cause)
+	return &CleanupError{Primary: primary, Failures: errs}
+}
+
+func (s *session[R]) logFailure(primary error, errs []error, cause string) {
+	attrs := []any{
+		"event", EventCleanupFailed,
+		"path", s.lock.DataPath(),
+		"cause", cause,
+		"failures", errors.Join(errs...).Error(),
+	}
+	if primary != nil {
+		attrs = append(attrs, "primary", primary.Error())
+	}
+	logger().Error("exclusive: session cleanup failed; file quarantined in this process", attrs...)
+}

@@ -1,0 +1,541 @@
+// Package lockfile takes the cross-process lock behind exclusive sessions.
+//
+// The lock is flock(2) LOCK_EX|LOCK_NB on a sidecar file named
+//
+//	<resolved-data-path>.slate.lock
+//
+// next to the data file. flock is chosen over POSIX fcntl locks because its owner
+// is the open file description: a second descriptor in the same process is
+// excluded exactly like another process, and closing an unrelated descriptor of
+// the same inode does not drop it. The kernel releases it when the holder dies.
+//
+// Rules the package keeps (see docs/locking.md):
+//
+//   - The sidecar is created empty with mode 0644 (before umask) and is never
+//     truncated, written, renamed or deleted. Its presence says nothing; only the
+//     kernel lock means ownership. Mode 0644 lets other users see it exist;
+//     a user who cannot open it for writing falls back to a read-only
+//     descriptor, which flock accepts on local filesystems.
+//   - Paths are resolved before the sidecar is chosen: symlinks in the parent
+//     directory and in the final element are evaluated first (as the kernel
+//     would), and only then is the result made absolute. Aliases that would give
+//     one file two sidecars are refused: hard-linked data files, dangling
+//     symlinks, symlinked, hard-linked or non-regular sidecars, and data files
+//     or sidecars that are themselves mount points.
+//   - Only known local filesystems are accepted (statfs f_type allowlist);
+//     network, cluster, FUSE, overlay and union filesystems, and any type this
+//     package does not know, are refused before any lock call.
+//   - After flock succeeds, the sidecar's identity is checked again (fstat of the
+//     locked descriptor against lstat of the path). If the sidecar was replaced
+//     in between, the lock is released and the attempt retried.
+//   - Waiting polls at most every 20 ms against one deadline taken from the
+//     monotonic clock. An acquisition completing later than the deadline plus
+//     one poll interval is released and reported as ErrTimedOut.
+//
+// Only Linux is supported; elsewhere every call returns ErrUnsupportedTarget
+// without touching the file system.
+package lockfile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// SidecarSuffix is appended to the resolved data path to name the lock file.
+const SidecarSuffix = ".slate.lock"
+
+// PollInterval is the longest pause between two lock attempts while waiting.
+const PollInterval = 20 * time.Millisecond
+
+// sidecarPerm is the mode a new sidecar is created with (before umask).
+const sidecarPerm = 0o644
+
+// maxIdentityRetries bounds immediate retries after the sidecar was replaced
+// between open and flock; more than this is treated as an unstable namespace.
+const maxIdentityRetries = 8
+
+// Errors. Each acquisition error matches exactly one of these with errors.Is.
+var (
+	// ErrBusy: another owner (process, or descriptor in this process) holds
+	// the lock and the caller asked for a single attempt.
+	ErrBusy = errors.New("lockfile: lock is held by another owner")
+	// ErrTimedOut: the lock stayed held until the wait deadline passed, or it
+	// was obtained too late and released again.
+	ErrTimedOut = errors.New("lockfile: wait for the lock timed out")
+	// ErrUnsupportedFilesystem: the data directory, data file or sidecar is
+	// on a filesystem that is not known to be local. See *FilesystemError.
+	ErrUnsupportedFilesystem = errors.New("lockfile: unsupported filesystem")
+	// ErrUnsafeAlias: the path could reach the file under more than one
+	// sidecar, or the namespace changed under the lock. See *AliasError.
+	ErrUnsafeAlias = errors.New("lockfile: unsafe alias")
+	// ErrUnsupportedTarget: this operating system is not supported.
+	ErrUnsupportedTarget = errors.New("lockfile: unsupported target platform")
+	// ErrReleased: Unlock was called on a lock that was already released.
+	ErrReleased = errors.New("lockfile: lock already released")
+)
+
+// AliasKind says why a path was refused as an unsafe alias.
+type AliasKind uint8
+
+// Alias kinds.
+const (
+	HardLinkedData    AliasKind = iota + 1 // data file has more than one hard link
+	DanglingSymlink                        // data path is a symlink to nothing (or a loop)
+	NonRegularData                         // data path is a directory, FIFO, device or socket
+	SymlinkSidecar                         // sidecar is a symlink
+	HardLinkedSidecar                      // sidecar has more than one hard link
+	NonRegularSidecar                      // sidecar is not a regular file
+	MountPoint                             // data file or sidecar is itself a mount point
+	IdentityChanged                        // data path or sidecar changed while locking
+	InvalidName                            // final path element is empty, "." or ".."
+)
+
+var aliasKindNames = [...]string{
+	HardLinkedData:    "hard-linked data file",
+	DanglingSymlink:   "dangling symlink",
+	NonRegularData:    "data path is not a regular file",
+	SymlinkSidecar:    "sidecar is a symlink",
+	HardLinkedSidecar: "hard-linked sidecar",
+	NonRegularSidecar: "sidecar is not a regular file",
+	MountPoint:        "file is a mount point",
+	IdentityChanged:   "file identity changed while locking",
+	InvalidName:       "path does not name a file",
+}
+
+// String describes the kind without naming any path.
+func (k AliasKind) String() string {
+	if int(k) < len(aliasKindNames) && aliasKindNames[k] != "" {
+		return aliasKindNames[k]
+	}
+	return fmt.Sprintf("alias kind %d", uint8(k))
+}
+
+// AliasError reports a refused alias. It matches ErrUnsafeAlias.
+type AliasError struct {
+	Kind AliasKind
+	Path string // the offending path (data file or sidecar)
+}
+
+func (e *AliasError) Error() string {
+	return "lockfile: unsafe alias (" + e.Kind.String() + "): " + e.Path
+}
+
+// Is makes every AliasError match ErrUnsafeAlias.
+func (e *AliasError) Is(target error) bool { return target == ErrUnsafeAlias }
+
+// FilesystemError reports a refused filesystem. It matches ErrUnsupportedFilesystem.
+type FilesystemError struct {
+	Magic uint32 // statfs f_type
+	Name  string // short name of the type, or "unknown"
+	Path  string
+}
+
+func (e *FilesystemError) Error() string {
+	return fmt.Sprintf("lockfile: unsupported filesystem %s (0x%x): %s", e.Name, e.Magic, e.Path)
+}
+
+// Is makes every FilesystemError match ErrUnsupportedFilesystem.
+func (e *FilesystemError) Is(target error) bool { return target == ErrUnsupportedFilesystem }
+
+// Options controls one acquisition.
+type Options struct {
+	// Wait is how long to keep retrying while the lock is held elsewhere.
+	// Zero (or negative) means a single attempt, which fails with ErrBusy.
+	Wait time.Duration
+	// Hooks replaces system calls in tests; nil in production.
+	Hooks *Hooks
+}
+
+// Hooks lets tests inject faults and observe the protocol. Every field may be nil.
+type Hooks struct {
+	// Flock replaces flock(2) for both locking and unlocking.
+	Flock func(fd int, how int) error
+	// Close replaces closing the sidecar descriptor. It must close f (tests
+	// use it to report an extra failure after the real close).
+	Close func(f *os.File) error
+	// BeforeFlock runs after the sidecar is opened and checked, just before flock.
+	BeforeFlock func(sidecar string)
+	// FSType maps the statfs f_type the kernel reported to the one to judge.
+	FSType func(magic uint32) uint32
+	// Sleep replaces time.Sleep between attempts.
+	Sleep func(d time.Duration)
+}
+
+// Target is a resolved data path with its sidecar, checked for aliases and
+// filesystem type but not yet locked.
+type Target struct {
+	raw     string
+	Data    string // absolute data path with every symlink resolved
+	Sidecar string // Data + SidecarSuffix
+	// dataID identifies the data file if it existed when resolved.
+	dataID     fileID
+	dataExists bool
+}
+
+type fileID struct{ dev, ino uint64 }
+
+// ID identifies a locked sidecar inode; equal IDs mean the same lock.
+type ID struct{ Dev, Ino uint64 }
+
+// Lock is a held sidecar lock. The *os.File stays referenced by the Lock, so
+// the lock lives as long as the Lock is reachable or until Unlock.
+type Lock struct {
+	mu      sync.Mutex
+	f       *os.File
+	id      ID
+	target  *Target
+	hooks   *Hooks
+	release bool
+}
+
+// Acquire resolves path and takes its sidecar lock.
+func Acquire(path string, opts Options) (*Lock, error) {
+	if !supported {
+		return nil, ErrUnsupportedTarget
+	}
+	start := time.Now()
+	t, err := Resolve(path, opts.Hooks)
+	if err != nil {
+		return nil, err
+	}
+	return t.acquire(start, opts)
+}
+
+// Acquire takes the target's sidecar lock. The wait starts now.
+func (t *Target) Acquire(opts Options) (*Lock, error) {
+	if !supported {
+		return nil, ErrUnsupportedTarget
+	}
+	return t.acquire(time.Now(), opts)
+}
+
+// deadlineFor returns the monotonic deadline for a wait starting at start.
+// time.Now carries a monotonic reading, and Sub/Until use it, so a wall-clock
+// step cannot move the deadline.
+func deadlineFor(start time.Time, wait time.Duration) time.Time {
+	return start.Add(max(wait, 0))
+}
+
+func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
+	h := opts.Hooks
+	deadline := deadlineFor(start, opts.Wait)
+	identityRetries := 0
+	for {
+		l, err := t.attempt(h)
+		switch {
+		case err == nil:
+			if opts.Wait > 0 && time.Since(deadline) > PollInterval {
+				// Late: the attempt stalled past the deadline. Give the
+				// lock back rather than start work the caller gave up on.
+				if uerr := l.Unlock(); uerr != nil {
+					return nil, errors.Join(ErrTimedOut, uerr)
+				}
+				return nil, ErrTimedOut
+			}
+			return l, nil
+		case errors.Is(err, errSidecarReplaced):
+			identityRetries++
+			if identityRetries > maxIdentityRetries {
+				return nil, &AliasError{Kind: IdentityChanged, Path: t.Sidecar}
+			}
+			continue
+		case errors.Is(err, errWouldBlock):
+			if opts.Wait <= 0 {
+				return nil, ErrBusy
+			}
+			remaining := time.Until(deadline)
+			if remaining <= 0 {
+				return nil, ErrTimedOut
+			}
+			sleep := time.Sleep
+			if h != nil && h.Sleep != nil {
+				sleep = h.Sleep
+			}
+			sleep(min(PollInterval, remaining))
+		default:
+			return nil, err
+		}
+	}
+}
+
+var (
+	errWouldBlock      = errors.New("lockfile: would block")
+	errSidecarReplaced = errors.New("lockfile: sidecar replaced")
+)
+
+// Resolve turns path into a Target: symlinks are evaluated before the path is
+// made absolute, so "link/../x" means what the kernel means. The parent
+// directory must exist. Alias, mount-point and filesystem checks run here,
+// before any lock is attempted.
+func Resolve(path string, h *Hooks) (*Target, error) {
+	if !supported {
+		return nil, ErrUnsupportedTarget
+	}
+	if path == "" {
+		return nil, &AliasError{Kind: InvalidName, Path: path}
+	}
+	data, err := resolvePath(path)
+	if err != nil {
+		return nil, err
+	}
+	t := &Target{raw: path, Data: data, Sidecar: data + SidecarSuffix}
+	dir := filepath.Dir(data)
+	if err := checkFS(dir, h); err != nil {
+		return nil, err
+	}
+	if err := t.checkData(h); err != nil {
+		return nil, err
+	}
+	if err := checkSidecarName(t.Sidecar); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func resolvePath(path string) (string, error) {
+	fi, err := os.Lstat(path)
+	switch {
+	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
+		r, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			// EvalSymlinks reports loops without an errno; ask the kernel.
+			if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) || isLoop(serr) {
+				return "", &AliasError{Kind: DanglingSymlink, Path: path}
+			}
+			return "", err
+		}
+		return filepath.Abs(r)
+	case err == nil:
+		r, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return "", err
+		}
+		return filepath.Abs(r)
+	case errors.Is(err, fs.ErrNotExist):
+		// A new file: resolve the parent as given (no lexical cleaning, which
+		// would get "link/.." wrong) and keep the final element.
+		i := strings.LastIndexByte(path, '/')
+		dir, base := path[:i+1], path[i+1:]
+		if base == "" || base == "." || base == ".." {
+			return "", &AliasError{Kind: InvalidName, Path: path}
+		}
+		if dir == "" {
+			dir = "."
+		}
+		rd, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return "", err
+		}
+		ad, err := filepath.Abs(rd)
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(ad, base), nil
+	default:
+		return "", err
+	}
+}
+
+// checkData refuses a data file that exists but could be reached under
+// another sidecar, and records its identity for the re-check under the lock.
+func (t *Target) checkData(h *Hooks) error {
+	st, err := lstatID(t.Data)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.mode&fs.ModeSymlink != 0:
+		// Resolution raced with a new symlink.
+		return &AliasError{Kind: IdentityChanged, Path: t.Data}
+	case !st.mode.IsRegular():
+		return &AliasError{Kind: NonRegularData, Path: t.Data}
+	case st.nlink != 1:
+		return &AliasError{Kind: HardLinkedData, Path: t.Data}
+	}
+	mnt, err := isMountRoot(t.Data)
+	if err != nil {
+		return err
+	}
+	if mnt {
+		return &AliasError{Kind: MountPoint, Path: t.Data}
+	}
+	if err := checkFS(t.Data, h); err != nil {
+		return err
+	}
+	t.dataExists = true
+	t.dataID = st.id
+	return nil
+}
+
+// checkSidecarName refuses a sidecar path that exists as anything but a plain,
+// singly linked regular file. It never opens the path.
+func checkSidecarName(sidecar string) error {
+	st, err := lstatID(sidecar)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.mode&fs.ModeSymlink != 0:
+		return &AliasError{Kind: SymlinkSidecar, Path: sidecar}
+	case !st.mode.IsRegular():
+		return &AliasError{Kind: NonRegularSidecar, Path: sidecar}
+	case st.nlink != 1:
+		return &AliasError{Kind: HardLinkedSidecar, Path: sidecar}
+	}
+	mnt, err := isMountRoot(sidecar)
+	if err != nil {
+		return err
+	}
+	if mnt {
+		return &AliasError{Kind: MountPoint, Path: sidecar}
+	}
+	return nil
+}
+
+// attempt makes one lock attempt: open the sidecar, check it, flock it without
+// blocking, then check that the path still names the locked inode and that the
+// data path still resolves to the same file.
+func (t *Target) attempt(h *Hooks) (*Lock, error) {
+	if err := checkSidecarName(t.Sidecar); err != nil {
+		return nil, err
+	}
+	f, err := openSidecar(t.Sidecar)
+	if err != nil {
+		return nil, err
+	}
+	l := &Lock{f: f, target: t, hooks: h}
+	fail := func(err error) (*Lock, error) {
+		l.closeOnly()
+		return nil, err
+	}
+	st, err := fstatID(f)
+	if err != nil {
+		return fail(err)
+	}
+	switch {
+	case !st.mode.IsRegular():
+		return fail(&AliasError{Kind: NonRegularSidecar, Path: t.Sidecar})
+	case st.nlink != 1:
+		return fail(&AliasError{Kind: HardLinkedSidecar, Path: t.Sidecar})
+	}
+	if err := checkFDFS(f, h); err != nil {
+		return fail(err)
+	}
+	l.id = ID{Dev: st.id.dev, Ino: st.id.ino}
+	if h != nil && h.BeforeFlock != nil {
+		h.BeforeFlock(t.Sidecar)
+	}
+	if err := l.flock(lockExclusiveNB); err != nil {
+		if errors.Is(err, errWouldBlock) {
+			return fail(errWouldBlock)
+		}
+		return fail(&fs.PathError{Op: "flock", Path: t.Sidecar, Err: err})
+	}
+	// Under the lock: is the name still ours?
+	cur, err := lstatID(t.Sidecar)
+	if err != nil || cur.id != st.id || cur.nlink != 1 || !cur.mode.IsRegular() {
+		if uerr := l.Unlock(); uerr != nil {
+			return nil, uerr
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, errSidecarReplaced
+	}
+	if err := t.recheckData(); err != nil {
+		if uerr := l.Unlock(); uerr != nil {
+			return nil, errors.Join(err, uerr)
+		}
+		return nil, err
+	}
+	return l, nil
+}
+
+// recheckData confirms, under the lock, that the raw path still resolves to
+// the chosen data path and that an existing data file is the same inode.
+func (t *Target) recheckData() error {
+	data, err := resolvePath(t.raw)
+	if err != nil {
+		return err
+	}
+	if data != t.Data {
+		return &AliasError{Kind: IdentityChanged, Path: t.Data}
+	}
+	st, err := lstatID(t.Data)
+	if errors.Is(err, fs.ErrNotExist) {
+		if t.dataExists {
+			return &AliasError{Kind: IdentityChanged, Path: t.Data}
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case !st.mode.IsRegular():
+		return &AliasError{Kind: NonRegularData, Path: t.Data}
+	case st.nlink != 1:
+		return &AliasError{Kind: HardLinkedData, Path: t.Data}
+	case t.dataExists && st.id != t.dataID:
+		return &AliasError{Kind: IdentityChanged, Path: t.Data}
+	}
+	return nil
+}
+
+// DataPath is the resolved absolute data path to open.
+func (l *Lock) DataPath() string { return l.target.Data }
+
+// SidecarPath is the lock file's path.
+func (l *Lock) SidecarPath() string { return l.target.Sidecar }
+
+// ID identifies the locked sidecar inode.
+func (l *Lock) ID() ID { return l.id }
+
+// Unlock releases the lock: LOCK_UN while the descriptor is still valid, then
+// close. Both steps always run; their errors are joined. A second call returns
+// ErrReleased.
+func (l *Lock) Unlock() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.release || l.f == nil {
+		return ErrReleased
+	}
+	l.release = true
+	var uerr error
+	if err := l.flock(lockUnlock); err != nil {
+		uerr = &fs.PathError{Op: "unlock", Path: l.target.Sidecar, Err: err}
+	}
+	cerr := l.closeFile()
+	return errors.Join(uerr, cerr)
+}
+
+func (l *Lock) closeOnly() {
+	l.release = true
+	_ = l.closeFile()
+}
+
+func (l *Lock) closeFile() error {
+	f := l.f
+	var err error
+	if l.hooks != nil && l.hooks.Close != nil {
+		err = l.hooks.Close(f)
+	} else {
+		err = f.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("lockfile: closing sidecar: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package lockfile
+
+const raceEnabled = true

@@ -1,0 +1,45 @@
+package kinds
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/godets/godets/dets"
+	"github.com/godets/godets/etf"
+)
+
+// checkTable verifies that t can back a typed handle of the given kind.
+func checkTable(t *dets.Table, want dets.Kind) error {
+	info, err := t.Info()
+	if err != nil {
+		return err
+	}
+	if info.Kind != want {
+		return fmt.Errorf("%w: table is a %v, the handle needs a %v", ErrTableMismatch, info.Kind, want)
+	}
+	if info.KeyPos != 1 {
+		return fmt.Errorf("%w: key position is %d, typed handles need 1", ErrTableMismatch, info.KeyPos)
+	}
+	return nil
+}
+
+func tableSize(t *dets.Table) (int, error) {
+	info, err := t.Info()
+	if err != nil {
+		return 0, err
+	}
+	return info.Size, nil
+}
+
+// updateCounter bumps element 2 of the object under key. The engine reports
+// an absent key as a bad argument, like OTP's badarg; the handle reports it
+// as ErrNotFound, checked only on that error path.
+func updateCounter(t *dets.Table, key etf.Term, incr int64) (etf.Term, error) {
+	n, err := t.UpdateCounter(key, 2, incr)
+	if err != nil && errors.Is(err, dets.ErrBadArgument) {
+		if ok, merr := t.Member(key); merr == nil && !ok {
+			return nil, ErrNotFound
+		}
+	}
+	return n, err
+}

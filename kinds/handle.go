@@ -1,0 +1,180 @@
+package kinds
+
+import (
+	"fmt"
+	"iter"
+
+	"github.com/godets/godets/dets"
+	"github.com/godets/godets/etf"
+)
+
+// base is the state and the term plumbing that all three handles share. The
+// object layout is fixed: {Key, Value} with keypos 1, what Erlang and Gleam
+// programs write.
+type base[K, V any] struct {
+	t  *dets.Table
+	kc Codec[K]
+	vc Codec[V]
+}
+
+// objectArity is the size of every object a typed handle reads or writes.
+const objectArity = 2
+
+func newBase[K, V any](t *dets.Table, want dets.Kind, kc Codec[K], vc Codec[V]) (base[K, V], error) {
+	if t == nil {
+		return base[K, V]{}, fmt.Errorf("%w: nil table", ErrTableMismatch)
+	}
+	if !kc.valid() || !vc.valid() {
+		return base[K, V]{}, fmt.Errorf("%w: key or value codec lacks Encode or Decode", ErrTableMismatch)
+	}
+	if err := checkTable(t, want); err != nil {
+		return base[K, V]{}, err
+	}
+	return base[K, V]{t: t, kc: kc, vc: vc}, nil
+}
+
+func (b *base[K, V]) key(k K) (etf.Term, error) {
+	t, err := b.kc.encodeBorrowed(k)
+	if err != nil {
+		return nil, within("key", err)
+	}
+	return t, nil
+}
+
+func (b *base[K, V]) object(k K, v V) (etf.Term, error) {
+	kt, err := b.kc.encodeBorrowed(k)
+	if err != nil {
+		return nil, within("key", err)
+	}
+	vt, err := b.vc.encodeBorrowed(v)
+	if err != nil {
+		return nil, within("value", err)
+	}
+	return etf.Tuple{kt, vt}, nil
+}
+
+// value decodes the value of one stored object.
+func (b *base[K, V]) value(obj etf.Term) (V, error) {
+	tup, ok := obj.(etf.Tuple)
+	if !ok || len(tup) != objectArity {
+		var zero V
+		return zero, &DecodeError{Path: "object", Expected: "tuple of arity 2", Got: describe(obj)}
+	}
+	v, err := b.vc.decodeOwned(tup[1])
+	if err != nil {
+		return v, within("value", err)
+	}
+	return v, nil
+}
+
+// pair decodes the key and value of one stored object.
+func (b *base[K, V]) pair(obj etf.Term) (K, V, error) {
+	var (
+		zk K
+		zv V
+	)
+	tup, ok := obj.(etf.Tuple)
+	if !ok || len(tup) != objectArity {
+		return zk, zv, &DecodeError{Path: "object", Expected: "tuple of arity 2", Got: describe(obj)}
+	}
+	k, err := b.kc.decodeOwned(tup[0])
+	if err != nil {
+		return zk, zv, within("key", err)
+	}
+	v, err := b.vc.decodeOwned(tup[1])
+	if err != nil {
+		return zk, zv, within("value", err)
+	}
+	return k, v, nil
+}
+
+func (b *base[K, V]) insert(k K, v V) error {
+	obj, err := b.object(k, v)
+	if err != nil {
+		return err
+	}
+	return b.t.Insert(obj)
+}
+
+func (b *base[K, V]) insertNew(k K, v V) (bool, error) {
+	obj, err := b.object(k, v)
+	if err != nil {
+		return false, err
+	}
+	return b.t.InsertNew(obj)
+}
+
+func (b *base[K, V]) delete(k K) error {
+	kt, err := b.key(k)
+	if err != nil {
+		return err
+	}
+	return b.t.Delete(kt)
+}
+
+func (b *base[K, V]) deleteObject(k K, v V) error {
+	obj, err := b.object(k, v)
+	if err != nil {
+		return err
+	}
+	return b.t.DeleteObject(obj)
+}
+
+func (b *base[K, V]) member(k K) (bool, error) {
+	kt, err := b.key(k)
+	if err != nil {
+		return false, err
+	}
+	return b.t.Member(kt)
+}
+
+// lookupRaw returns the stored objects for k.
+func (b *base[K, V]) lookupRaw(k K) ([]etf.Term, error) {
+	kt, err := b.key(k)
+	if err != nil {
+		return nil, err
+	}
+	return b.t.Lookup(kt)
+}
+
+func (b *base[K, V]) lookupAll(k K) ([]V, error) {
+	objs, err := b.lookupRaw(k)
+	if err != nil || len(objs) == 0 {
+		return nil, err
+	}
+	out := make([]V, len(objs))
+	for i, o := range objs {
+		v, err := b.value(o)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// all traverses the table, stopping at the first storage or decode error,
+// which it stores in *errp. It clears *errp when the traversal starts. With
+// a nil errp it yields nothing, so an error can never pass unseen.
+func (b *base[K, V]) all(errp *error) iter.Seq2[K, V] {
+	return func(yield func(K, V) bool) {
+		if errp == nil {
+			return
+		}
+		*errp = nil
+		for obj, err := range b.t.All() {
+			if err != nil {
+				*errp = err
+				return
+			}
+			k, v, err := b.pair(obj)
+			if err != nil {
+				*errp = err
+				return
+			}
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
+}
