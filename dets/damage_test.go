@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"maps"
 	"math/rand/v2"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/godets/godets/etf"
@@ -37,23 +39,142 @@ func rpFixtureObj(t testing.TB, k, v, pad int) etf.Term {
 	return append(base, etf.Int(int64(crc32.ChecksumIEEE([]byte(rpEnc(t, base))))))
 }
 
-// rpNoSyncFS is the OS file system without fsync: the damage matrix runs
-// thousands of repairs, and durability is not what it tests.
-type rpNoSyncFS struct{ OSFS }
-
-type rpNoSyncFile struct{ File }
-
-func (rpNoSyncFile) Sync() error { return nil }
-
-func (f rpNoSyncFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
-	file, err := f.OSFS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return rpNoSyncFile{file}, nil
+// rpMemFS is an in-memory FS: the damage matrix runs tens of thousands of
+// opens and repairs, and file-system syscalls would dominate its run time.
+type rpMemFS struct {
+	mu    sync.Mutex
+	files map[string]*rpMemData
 }
 
-func (rpNoSyncFS) SyncDir(string) error { return nil }
+type rpMemData struct{ b []byte }
+
+type rpMemFile struct {
+	fs   *rpMemFS
+	d    *rpMemData
+	ro   bool
+	gone bool
+}
+
+func newRPMemFS() *rpMemFS { return &rpMemFS{files: map[string]*rpMemData{}} }
+
+func (m *rpMemFS) put(name string, b []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.files[name] = &rpMemData{b: slices.Clone(b)}
+}
+
+func (m *rpMemFS) get(name string) []byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if d := m.files[name]; d != nil {
+		return slices.Clone(d.b)
+	}
+	return nil
+}
+
+func (m *rpMemFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := m.files[name]
+	if d == nil {
+		if flag&os.O_CREATE == 0 {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+		}
+		d = &rpMemData{}
+		m.files[name] = d
+	} else if flag&os.O_EXCL != 0 {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrExist}
+	}
+	if flag&os.O_TRUNC != 0 {
+		d.b = nil
+	}
+	return &rpMemFile{fs: m, d: d, ro: flag&(os.O_RDWR|os.O_WRONLY) == 0}, nil
+}
+
+func (m *rpMemFS) Remove(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.files[name] == nil {
+		return &fs.PathError{Op: "remove", Path: name, Err: fs.ErrNotExist}
+	}
+	delete(m.files, name)
+	return nil
+}
+
+func (m *rpMemFS) Rename(oldpath, newpath string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := m.files[oldpath]
+	if d == nil {
+		return &fs.PathError{Op: "rename", Path: oldpath, Err: fs.ErrNotExist}
+	}
+	delete(m.files, oldpath)
+	m.files[newpath] = d
+	return nil
+}
+
+func (m *rpMemFS) SyncDir(string) error { return nil }
+
+func (m *rpMemFS) Stat(name string) (fs.FileInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.files[name] == nil {
+		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+	}
+	return nil, errors.New("rpMemFS: Stat is not implemented")
+}
+
+func (m *rpMemFS) names() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Sorted(maps.Keys(m.files))
+}
+
+func (f *rpMemFile) ReadAt(b []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if off >= int64(len(f.d.b)) {
+		return 0, io.EOF
+	}
+	n := copy(b, f.d.b[off:])
+	if n < len(b) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *rpMemFile) WriteAt(b []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.ro {
+		return 0, &fs.PathError{Op: "write", Err: fs.ErrPermission}
+	}
+	if end := off + int64(len(b)); end > int64(len(f.d.b)) {
+		f.d.b = append(f.d.b, make([]byte, end-int64(len(f.d.b)))...)
+	}
+	return copy(f.d.b[off:], b), nil
+}
+
+func (f *rpMemFile) Sync() error { return nil }
+
+func (f *rpMemFile) Truncate(size int64) error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if size <= int64(len(f.d.b)) {
+		f.d.b = f.d.b[:size]
+	} else {
+		f.d.b = append(f.d.b, make([]byte, size-int64(len(f.d.b)))...)
+	}
+	return nil
+}
+
+func (f *rpMemFile) Size() (int64, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	return int64(len(f.d.b)), nil
+}
+
+func (f *rpMemFile) Close() error { return nil }
 
 // rpSelfCheck reports whether an object read back is internally consistent.
 func rpSelfCheck(t testing.TB, o etf.Term) bool {
@@ -85,7 +206,7 @@ func rpMakeFixture(t testing.TB, kind Kind, nKeys int) rpFixture {
 	for i := range nKeys * 2 {
 		o := rpFixtureObj(t, i%nKeys, i%3, (i%5)*6)
 		if i == 7 {
-			o = rpFixtureObj(t, i%nKeys, 9, 3000)
+			o = rpFixtureObj(t, i%nKeys, 9, 1500)
 		}
 		if err := tab.Insert(o); err != nil {
 			t.Fatal(err)
@@ -138,9 +259,10 @@ func rpDamageCase(t *testing.T, dir string, fx rpFixture, img []byte, what strin
 			t.Fatalf("%s: panic: %v\n%s", what, r, debug.Stack())
 		}
 	}()
-	path := filepath.Join(dir, "d.dets")
-	rpWriteFile(t, path, img)
-	tab, err := Open(path, Options{FS: rpNoSyncFS{}})
+	mfs := newRPMemFS()
+	path := "d.dets"
+	mfs.put(path, img)
+	tab, err := Open(path, Options{FS: mfs})
 	if err == nil {
 		if cerr := tab.Check(); cerr != nil && !rpTyped(cerr) {
 			t.Fatalf("%s: NoRepair open then Check: untyped error %v", what, cerr)
@@ -150,20 +272,20 @@ func rpDamageCase(t *testing.T, dir string, fx rpFixture, img []byte, what strin
 		if !rpTyped(err) {
 			t.Fatalf("%s: NoRepair: untyped error %v", what, err)
 		}
-		if b, _ := os.ReadFile(path); !bytes.Equal(b, img) {
+		if !bytes.Equal(mfs.get(path), img) {
 			t.Fatalf("%s: refused NoRepair open changed the file", what)
 		}
 	}
-	rpWriteFile(t, path, img)
-	tab, err = Open(path, Options{Repair: AutoRepair, FS: rpNoSyncFS{}})
+	mfs.put(path, img)
+	tab, err = Open(path, Options{Repair: AutoRepair, FS: mfs})
 	if err != nil {
 		if !rpTyped(err) {
 			t.Fatalf("%s: AutoRepair: untyped error %v", what, err)
 		}
-		if b, _ := os.ReadFile(path); !bytes.Equal(b, img) {
+		if !bytes.Equal(mfs.get(path), img) {
 			t.Fatalf("%s: refused AutoRepair open changed the file", what)
 		}
-		rpNoTemps(t, dir)
+		rpMemNoTemps(t, mfs, what)
 		return -1
 	}
 	var objs []etf.Term
@@ -196,7 +318,11 @@ func rpDamageCase(t *testing.T, dir string, fx rpFixture, img []byte, what strin
 			t.Fatalf("%s: the table holds %v, which is neither a fixture object nor visibly damaged", what, o)
 		}
 	}
-	rpNoTemps(t, dir)
+	if !bytes.Equal(mfs.get(path), img) {
+		// Repaired: it must reopen cleanly without repair.
+		rpMemReopenClean(t, mfs, path, what)
+	}
+	rpMemNoTemps(t, mfs, what)
 	return len(objs)
 }
 
@@ -209,19 +335,21 @@ func rpRepairedCase(t *testing.T, dir string, fx rpFixture, img []byte, what str
 			t.Fatalf("%s: panic: %v\n%s", what, r, debug.Stack())
 		}
 	}()
-	path := filepath.Join(dir, "r.dets")
-	rpWriteFile(t, path, img)
-	_, err := Repair(path, Options{Kind: fx.kind, KeyPos: 1, FS: rpNoSyncFS{}}, nil)
+	mfs := newRPMemFS()
+	path := "r.dets"
+	mfs.put(path, img)
+	_, err := Repair(path, Options{Kind: fx.kind, KeyPos: 1, FS: mfs}, nil)
 	if err != nil {
 		if !rpTyped(err) {
 			t.Fatalf("%s: Repair: untyped error %v", what, err)
 		}
-		if b, _ := os.ReadFile(path); !bytes.Equal(b, img) {
+		if !bytes.Equal(mfs.get(path), img) {
 			t.Fatalf("%s: failed repair changed the file", what)
 		}
+		rpMemNoTemps(t, mfs, what)
 		return -1
 	}
-	got := rpReopenClean(t, path)
+	got := rpMemReopenClean(t, mfs, path, what)
 	for _, e := range got {
 		o, derr := etf.Decode([]byte(e))
 		if derr != nil {
@@ -231,14 +359,36 @@ func rpRepairedCase(t *testing.T, dir string, fx rpFixture, img []byte, what str
 			t.Fatalf("%s: repaired table holds %v, neither a fixture object nor visibly damaged", what, o)
 		}
 	}
-	rpNoTemps(t, dir)
+	rpMemNoTemps(t, mfs, what)
 	return len(got)
+}
+
+func rpMemNoTemps(t *testing.T, mfs *rpMemFS, what string) {
+	t.Helper()
+	if n := mfs.names(); len(n) != 1 {
+		t.Fatalf("%s: files after the case: %v", what, n)
+	}
+}
+
+// rpMemReopenClean opens path with NoRepair, checks it and returns the
+// sorted encodings of its objects.
+func rpMemReopenClean(t *testing.T, mfs *rpMemFS, path, what string) []string {
+	t.Helper()
+	tab, err := Open(path, Options{FS: mfs})
+	if err != nil {
+		t.Fatalf("%s: reopen with NoRepair: %v", what, err)
+	}
+	defer tab.Close()
+	if err := tab.Check(); err != nil {
+		t.Fatalf("%s: Check after repair: %v", what, err)
+	}
+	return rpContents(t, tab)
 }
 
 func rpFixtures(t *testing.T) []rpFixture {
 	var fs []rpFixture
 	for _, k := range rpKinds {
-		fs = append(fs, rpMakeFixture(t, k, 60))
+		fs = append(fs, rpMakeFixture(t, k, 40))
 	}
 	return fs
 }
@@ -276,7 +426,7 @@ func TestDamageSectors(t *testing.T) {
 	for _, fx := range rpFixtures(t) {
 		t.Run(fx.kind.String(), func(t *testing.T) {
 			dir := t.TempDir()
-			oldFx := rpMakeFixture(t, fx.kind, 40)
+			oldFx := rpMakeFixture(t, fx.kind, 30)
 			old := oldFx.img
 			// A torn write may bring back objects of the older version.
 			both := fx
@@ -477,4 +627,157 @@ func TestDamageForeignFiles(t *testing.T) {
 func rpFixMD5(b []byte) {
 	h := decodeHeader(b)
 	h.encode(b)
+}
+
+// rpFaultFS fails the n-th mutating operation (1-based) and every later one,
+// as a crash at that point would stop the repair.
+type rpFaultFS struct {
+	*rpMemFS
+	n, ops int
+}
+
+var errRPFault = errors.New("injected fault")
+
+func (f *rpFaultFS) step() error {
+	f.ops++
+	if f.n > 0 && f.ops >= f.n {
+		return errRPFault
+	}
+	return nil
+}
+
+type rpFaultFile struct {
+	File
+	fs *rpFaultFS
+}
+
+func (f *rpFaultFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	if flag&(os.O_CREATE|os.O_TRUNC) != 0 {
+		if err := f.step(); err != nil {
+			return nil, err
+		}
+	}
+	file, err := f.rpMemFS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return rpFaultFile{file, f}, nil
+}
+
+func (f *rpFaultFS) Rename(a, b string) error {
+	if err := f.step(); err != nil {
+		return err
+	}
+	return f.rpMemFS.Rename(a, b)
+}
+
+func (f *rpFaultFS) SyncDir(d string) error {
+	if err := f.step(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (f rpFaultFile) WriteAt(b []byte, off int64) (int, error) {
+	if err := f.fs.step(); err != nil {
+		return 0, err
+	}
+	return f.File.WriteAt(b, off)
+}
+
+func (f rpFaultFile) Sync() error { return f.fs.step() }
+
+func (f rpFaultFile) Truncate(n int64) error {
+	if err := f.fs.step(); err != nil {
+		return err
+	}
+	return f.File.Truncate(n)
+}
+
+// TestRepairCrashSafety (reliability.md §9.3 item 9): stop a repair at each
+// of its mutating steps in turn; the file is then either the old one or the
+// complete new one, and a second repair completes it and leaves no
+// temporary file. The external sort is forced so that its file is covered.
+func TestRepairCrashSafety(t *testing.T) {
+	old := repairMemEntries
+	repairMemEntries = 50
+	t.Cleanup(func() { repairMemEntries = old })
+	r := rand.New(rand.NewPCG(rpSeed(t), 6))
+	for _, kind := range rpKinds {
+		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 400)
+		want := m.sorted()
+		clean := newRPMemFS()
+		clean.put("t.dets", img)
+		if _, err := Repair("t.dets", Options{FS: clean}, nil); err != nil {
+			t.Fatal(err)
+		}
+		repaired := clean.get("t.dets")
+		for n := 1; ; n++ {
+			ffs := &rpFaultFS{rpMemFS: newRPMemFS(), n: n}
+			ffs.put("t.dets", img)
+			_, err := Repair("t.dets", Options{FS: ffs}, nil)
+			if err == nil {
+				if !bytes.Equal(ffs.get("t.dets"), repaired) {
+					t.Fatalf("%s: the repair is not deterministic", kind)
+				}
+				t.Logf("%s: the repair has %d mutating steps", kind, n-1)
+				break
+			}
+			if !errors.Is(err, errRPFault) {
+				t.Fatalf("%s: fault at step %d: unexpected error %v", kind, n, err)
+			}
+			if now := ffs.get("t.dets"); !bytes.Equal(now, img) && !bytes.Equal(now, repaired) {
+				t.Fatalf("%s: fault at step %d left a file that is neither the old nor the new one", kind, n)
+			}
+			ffs.n = 0
+			if _, err := Repair("t.dets", Options{FS: ffs}, nil); err != nil {
+				t.Fatalf("%s: repair after a fault at step %d: %v", kind, n, err)
+			}
+			if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
+				t.Fatalf("%s: fault at step %d, then repair: %d objects, want %d", kind, n, len(got), len(want))
+			}
+			rpMemNoTemps(t, ffs.rpMemFS, kind.String())
+			if n > 10000 {
+				t.Fatal("repair never finished")
+			}
+		}
+	}
+}
+
+// TestRepairExternalSort runs the external-sort path and compares it with
+// the in-memory one on the same file.
+func TestRepairExternalSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(rpSeed(t), 7))
+	for _, kind := range rpKinds {
+		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 3000)
+		for _, limit := range []int{7, 1000, 1 << 20} {
+			old := repairMemEntries
+			repairMemEntries = limit
+			mfs := newRPMemFS()
+			mfs.put("t.dets", img)
+			var last RepairProgress
+			var calls int
+			st, err := Repair("t.dets", Options{FS: mfs}, func(p RepairProgress) {
+				if p.BytesScanned < last.BytesScanned || (p.Phase == last.Phase && p.Objects < last.Objects) {
+					t.Errorf("progress went backwards: %+v after %+v", p, last)
+				}
+				last = p
+				calls++
+			})
+			repairMemEntries = old
+			if calls < 2 || last.Phase != "write" || last.BytesScanned != int64(len(img)) || last.Objects != st.Objects {
+				t.Errorf("last progress report %+v after %d calls; stats %+v", last, calls, st)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.ExternalSort != (int(st.ObjectsFound) >= limit) {
+				t.Errorf("limit %d, %d objects: ExternalSort = %v", limit, st.ObjectsFound, st.ExternalSort)
+			}
+			if got := rpMemReopenClean(t, mfs, "t.dets", kind.String()); !slices.Equal(got, m.sorted()) {
+				t.Fatalf("%s, limit %d: %d objects, want %d", kind, limit, len(got), len(m.sorted()))
+			}
+			rpMemNoTemps(t, mfs, kind.String())
+		}
+	}
 }

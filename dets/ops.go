@@ -83,9 +83,6 @@ func (t *Table) Insert(objs ...etf.Term) error {
 }
 
 func (t *Table) insertPrepared(ps []prepared) error {
-	if len(ps) == 0 {
-		return nil
-	}
 	if err := t.markDirty(); err != nil {
 		return err
 	}
@@ -157,6 +154,9 @@ func (t *Table) InsertNew(objs ...etf.Term) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if err := t.markDirty(); err != nil {
+		return false, t.fail(err)
+	}
 	for _, p := range ps {
 		_, found, err := t.lookup(p.key, p.hash, false)
 		if err != nil {
@@ -211,6 +211,11 @@ func (t *Table) Member(key etf.Term) (bool, error) {
 // index, found whether it exists) and writes the result when fn reports a
 // change.
 func (t *Table) modifyKey(key etf.Term, fn func(gs []group, i int, found bool) ([]group, bool, error)) error {
+	// Like OTP, any write request marks the file dirty, even one that
+	// changes nothing.
+	if err := t.markDirty(); err != nil {
+		return err
+	}
 	slot := t.slotFor(keyHash(key))
 	e, err := t.entry(slot)
 	if err != nil || e.size == 0 {
@@ -223,9 +228,6 @@ func (t *Table) modifyKey(key etf.Term, fn func(gs []group, i int, found bool) (
 	i, found := findGroup(gs, key)
 	gs, changed, err := fn(gs, i, found)
 	if err != nil || !changed {
-		return err
-	}
-	if err := t.markDirty(); err != nil {
 		return err
 	}
 	if err := t.writeGroups(slot, e, gs); err != nil {

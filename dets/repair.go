@@ -241,13 +241,10 @@ func repairShape(data []byte, p repairParams) (kind Kind, keyPos int, minS, maxS
 		if p.keyPos != 0 && p.keyPos != keyPos {
 			return 0, 0, 0, 0, 0, false, openError(ErrKeyPosMismatch, p.path)
 		}
-		if h.hasMD5 {
-			// OTP bounds a bucket by its largest size class, when the
-			// header (and so the counters) is trustworthy.
-			if ms := h.maxBucketSize(); ms > 0 {
-				maxSz = min(maxSz, max(ms, 8192))
-			}
-		}
+		// OTP also bounds a bucket by the header's largest size class. In a
+		// dirty file those counters can be older than the buckets, so OTP
+		// then drops every bucket that grew past them; we bound by the file
+		// size only.
 	} else {
 		if p.kind == 0 || p.keyPos == 0 {
 			return 0, 0, 0, 0, 0, false, fmt.Errorf("%w: %s: the header is damaged; give Options.Kind and Options.KeyPos to repair it", ErrCorrupt, p.path)
@@ -367,7 +364,7 @@ func newTableWriter(f File, kind Kind, keyPos int, m, n, minS, maxS uint32) *tab
 		f: f, kind: kind, keyPos: keyPos, m: m, n: n, next: uint32(next),
 		minSlots: minS, maxSlots: maxS, nParts: nParts, nSegs: nSegs,
 		bucketsStart: start, pos: start, wstart: start,
-		wbuf: make([]byte, 0, 1<<20), seg: make([]byte, segmentSize), lastSlot: -1,
+		wbuf: make([]byte, 0, 64<<10), seg: make([]byte, segmentSize), lastSlot: -1,
 	}
 	w.free.base = baseAddr
 	return w

@@ -5,15 +5,22 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/otptest"
 )
 
 var repairSeed = flag.Uint64("repair.seed", 0, "seed for the randomized repair tests (0: from the clock)")
@@ -262,5 +269,150 @@ func TestRepairForceCompacts(t *testing.T) {
 			rpReopenClean(t, path)
 			rpNoTemps(t, dir)
 		})
+	}
+}
+
+// rpBuildDirty writes n objects with the engine and leaves a dirty copy of
+// the file (as a kill -9 would) at the returned path.
+func rpBuildDirty(b testing.TB, dir string, kind Kind, n int) string {
+	b.Helper()
+	path := filepath.Join(dir, fmt.Sprintf("src-%s-%d.dets", kind, n))
+	tab, err := Open(path, Options{Kind: kind})
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := make([]etf.Term, 0, 1000)
+	for i := range n {
+		batch = append(batch, etf.Tuple{etf.Int(i), etf.Int(i * 7), etf.Binary(fmt.Sprintf("value-%d", i))})
+		if len(batch) == cap(batch) || i == n-1 {
+			if err := tab.Insert(batch...); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	dirty := path + ".dirty"
+	rpCopyFile(b, path, dirty)
+	tab.Close()
+	os.Remove(path)
+	return dirty
+}
+
+func rpCopyFile(b testing.TB, from, to string) {
+	b.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		b.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// rpPeakHeap samples the heap (live and garbage objects) every 5 ms
+// while fn runs and returns the largest value seen.
+func rpPeakHeap(fn func()) uint64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	fn()
+	close(done)
+	wg.Wait()
+	metrics.Read(s)
+	return max(peak.Load(), s[0].Value.Uint64())
+}
+
+// otpRepairTimer repairs a copy of the file with OTP and returns the
+// microseconds dets:open_file took (the repair), excluding erl start-up.
+const otpRepairTimer = `
+[SrcB, DstB, KindB] = In,
+{ok, _} = file:copy(binary_to_list(SrcB), binary_to_list(DstB)),
+{Us, {ok, T}} = timer:tc(fun() -> dets:open_file(t, [{file, binary_to_list(DstB)}, {type, binary_to_atom(KindB, latin1)}]) end),
+N = dets:info(T, size),
+ok = dets:close(T),
+[integer_to_binary(Us), integer_to_binary(N)]
+`
+
+// BenchmarkRepair repairs the same dirty files with OTP (once, timed inside
+// erl) and with godets, and reports godets's time, OTP's time, the speed-up
+// and the peak Go heap during a godets repair. N=1e6 runs only with
+// GODETS_BENCH_1M=1.
+func BenchmarkRepair(b *testing.B) {
+	sizes := []int{100_000}
+	if os.Getenv("GODETS_BENCH_1M") != "" {
+		sizes = append(sizes, 1_000_000)
+	}
+	for _, n := range sizes {
+		for _, kind := range []Kind{Set, Bag} {
+			b.Run(fmt.Sprintf("%s/N=%d", kind, n), func(b *testing.B) {
+				dir := b.TempDir()
+				src := rpBuildDirty(b, dir, kind, n)
+				var otpSec float64
+				if r, err := otptest.Find(); err == nil {
+					out, err := r.EvalErr(otpRepairTimer, []byte(src), []byte(filepath.Join(dir, "otp.dets")), []byte(kind.String()))
+					if err != nil {
+						b.Fatal(err)
+					}
+					us, _ := strconv.Atoi(string(out[0]))
+					otpSec = float64(us) / 1e6
+					if got, _ := strconv.Atoi(string(out[1])); got != n {
+						b.Fatalf("OTP repaired %d objects, want %d", got, n)
+					}
+				}
+				work := filepath.Join(dir, "go.dets")
+				var total time.Duration
+				var peak uint64
+				runs := 0
+				for b.Loop() {
+					b.StopTimer()
+					rpCopyFile(b, src, work)
+					b.StartTimer()
+					start := time.Now()
+					var st RepairStats
+					var err error
+					p := rpPeakHeap(func() { st, err = Repair(work, Options{}, nil) })
+					total += time.Since(start)
+					runs++
+					peak = max(peak, p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if st.Objects != int64(n) {
+						b.Fatalf("repaired %d objects, want %d", st.Objects, n)
+					}
+				}
+				goSec := total.Seconds() / float64(runs)
+				b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+				if otpSec > 0 {
+					b.ReportMetric(otpSec, "otp-s")
+					b.ReportMetric(otpSec/goSec, "speedup")
+				}
+			})
+		}
 	}
 }

@@ -67,25 +67,39 @@ func Equal(a, b Term) bool { return compare(a, b, modeExact) == 0 }
 func CompareExact(a, b Term) int { return compare(a, b, modeDets) }
 
 // typeOf is t.Type(), with 0 for a nil Term or a nil pointer, so that
-// hand-built malformed terms never panic.
+// hand-built malformed terms never panic. A type switch rather than the
+// method call keeps terms from escaping to the heap.
 func typeOf(t Term) Type {
 	switch v := t.(type) {
-	case nil:
-		return 0
+	case Atom:
+		return TypeAtom
+	case Int, Float:
+		return TypeNumber
 	case *BigInt:
 		if v == nil {
 			return 0
 		}
+		return TypeNumber
+	case Binary, Bitstring:
+		return TypeBitstring
+	case Tuple:
+		return TypeTuple
+	case List:
+		return v.Type()
 	case *ImproperList:
 		if v == nil {
 			return 0
 		}
+		return TypeList
+	case Map:
+		return TypeMap
 	case *Opaque:
 		if v == nil {
 			return 0
 		}
+		return v.Type()
 	}
-	return t.Type()
+	return 0
 }
 
 func cmpOrdered[T ~int | ~int64 | ~uint8 | ~uint32 | ~uint64 | ~float64](a, b T) int {

@@ -117,8 +117,11 @@ func decodeCompressed(b []byte) (Term, error) {
 	if err != nil {
 		return nil, derr(6, "bad zlib data: %v", err)
 	}
-	if n != int64(size) {
-		return nil, derr(2, "declared uncompressed size %d, but data holds %d or more", size, n)
+	if n > int64(size) {
+		return nil, derr(2, "declared uncompressed size %d, but the data is longer", size)
+	}
+	if n < int64(size) {
+		return nil, derr(2, "declared uncompressed size %d, but the data holds %d bytes", size, n)
 	}
 	// Reach the end of the stream so zlib verifies its checksum.
 	var one [1]byte
@@ -598,12 +601,17 @@ func (d *decoder) skipOpaque(depth int) error {
 		}
 		size := uint64(d.u32())
 		end := uint64(start) + 1 + size
-		if size < 4 || end > uint64(len(d.b)) {
+		if size < 4+1+16+4+4 || end > uint64(len(d.b)) {
 			return d.errf(start, "NEW_FUN_EXT size %d does not fit the input", size)
 		}
 		d.off += 1 + 16 + 4
 		numFree := uint64(d.u32())
-		if err := d.funTail(depth, numFree, true); err != nil {
+		// The fields must fit in Size: read them from the fun's bytes only.
+		full := d.b
+		d.b = d.b[:end]
+		err := d.funTail(depth, numFree, true)
+		d.b = full
+		if err != nil {
 			return err
 		}
 		if uint64(d.off) != end {

@@ -385,7 +385,7 @@ func termSize(t Term, depth int) (int, error) {
 	case nil:
 		return 0, eerr("nil Term")
 	}
-	return 0, eerr("unknown term type %T", t)
+	return 0, eerr("unknown term type")
 }
 
 func elemsSize(elems []Term, n, depth int) (int, error) {
@@ -501,7 +501,7 @@ func appendTerm(b []byte, t Term, depth int) ([]byte, error) {
 	case nil:
 		return b, eerr("nil Term")
 	}
-	return b, eerr("unknown term type %T", t)
+	return b, eerr("unknown term type")
 }
 
 func appendElems(b []byte, elems []Term, depth int) ([]byte, error) {

@@ -351,7 +351,7 @@ func mutate(r *rand.Rand, t Term) Term {
 		c := &ImproperList{Elems: append([]Term(nil), v.Elems...), Tail: v.Tail}
 		if i := r.Intn(len(c.Elems) + 1); i < len(c.Elems) {
 			c.Elems[i] = mutate(r, c.Elems[i])
-		} else if m := mutate(r, c.Tail); !isList(m) {
+		} else if m := mutate(r, c.Tail); !isListTerm(m) {
 			c.Tail = m
 		}
 		return c
@@ -398,7 +398,7 @@ func mutate(r *rand.Rand, t Term) Term {
 	return randomTerm(r, 1)
 }
 
-func isList(t Term) bool {
+func isListTerm(t Term) bool {
 	switch t.(type) {
 	case List, *ImproperList:
 		return true

@@ -42,11 +42,13 @@ const (
 // for Equal terms and identical to OTP's for every modelled type. DETS
 // (format 9) places keys by it.
 //
-// Opaque terms: pids, ports, references and external funs (fun M:F/A) hash
-// as OTP 25 does. Local funs (NEW_FUN_EXT) hash over their raw bytes, which
-// is deterministic but differs from OTP.
+// Opaque terms hash as in OTP 25 too: pids by their number, ports by
+// their ID, references by their first ID word (node and creation do not
+// take part), and funs by module, arity or free-variable count, index and
+// uniq, then their free variables. Only the pre-R8 FUN_EXT encoding (tag
+// 117, which OTP 25 no longer reads) hashes over its raw bytes instead.
 //
-// Phash2 does not allocate.
+// Phash2 does not allocate, except to decode the free variables of a fun.
 func Phash2(t Term) uint32 { return hash2(t, 0) & phash2Mask }
 
 // Phash2Range returns erlang:phash2(T, N), a hash in [0, n). OTP accepts

@@ -32,10 +32,14 @@ package etf
 //     #Fun<HEX> (HEX is the raw external encoding) for people to read;
 //     FormatStrict refuses them. External funs are written as fun M:F/A,
 //     which erl and Parse both read back.
-//   - The reader limits nesting to maxTextDepth levels and the bits that
-//     sized binary segments may add beyond their source text to
-//     maxSegmentBits per term, so hostile input cannot exhaust memory.
-//     Native endianness in binary segments is taken to be little-endian.
+//   - The reader limits nesting to maxTextDepth levels (one more than
+//     Decode's MaxDepth) and the bits that sized binary segments may add
+//     beyond their source text (<<0:100000000>>) to 8 Mibit per term, so
+//     hostile input cannot exhaust the stack or memory. Work is linear in
+//     the input except for very long integer literals (n log^2 n).
+//   - The reader follows OTP 25's reserved words, so a bare maybe or else
+//     reads as an atom; the printer quotes them, as OTP 27 needs.
+//   - Native endianness in binary segments is taken to be little-endian.
 
 import (
 	"bufio"
@@ -60,7 +64,7 @@ const (
 	// maxSegmentBits bounds, per term, the bits that binary segments with an
 	// explicit size (<<0:1000000>>, <<"ab":4096>>) may produce beyond 64
 	// bits per segment.
-	maxSegmentBits = 1 << 27
+	maxSegmentBits = 1 << 23
 	// maxTextAtom is Erlang's limit on the length of an atom.
 	maxTextAtom = 255
 )
@@ -241,6 +245,9 @@ func bareAtom(s string) bool {
 
 func (p *printer) atom(s string) {
 	if bareAtom(s) {
+		if len(s) > maxTextAtom {
+			p.bad("atom longer than 255 characters", "")
+		}
 		p.buf = append(p.buf, s...)
 		return
 	}
@@ -644,12 +651,6 @@ func appendRawAtom(b []byte, a string) []byte {
 // ---------------------------------------------------------------------------
 // Lexer
 
-// runeSource is what the lexer reads: both strings.Reader and bufio.Reader.
-type runeSource interface {
-	io.RuneReader
-	io.ByteReader
-}
-
 const (
 	eofRune = -1 // end of input (or a read error, kept in lexer.ioErr)
 	badRune = -2 // bytes that are not UTF-8
@@ -706,8 +707,7 @@ func (t *token) describe() string {
 }
 
 type lexer struct {
-	src       runeSource
-	latin1    bool
+	src       io.RuneReader
 	look      [3]rune // look[:nlook] are read but not consumed
 	nlook     int
 	line, col int // position of the next unconsumed rune
@@ -716,7 +716,7 @@ type lexer struct {
 	runes     []rune
 }
 
-func (lx *lexer) init(src runeSource) {
+func (lx *lexer) init(src io.RuneReader) {
 	lx.src = src
 	lx.line, lx.col = 1, 1
 }
@@ -724,16 +724,6 @@ func (lx *lexer) init(src runeSource) {
 func (lx *lexer) read() rune {
 	if lx.ioErr != nil {
 		return eofRune
-	}
-	if lx.latin1 {
-		b, err := lx.src.ReadByte()
-		if err != nil {
-			if err != io.EOF {
-				lx.ioErr = err
-			}
-			return eofRune
-		}
-		return rune(b)
 	}
 	r, size, err := lx.src.ReadRune()
 	if err != nil {
@@ -743,7 +733,7 @@ func (lx *lexer) read() rune {
 		return eofRune
 	}
 	if r == utf8.RuneError && size == 1 {
-		return badRune
+		return badRune // a Latin-1 source never returns U+FFFD
 	}
 	return r
 }
@@ -931,18 +921,51 @@ func (lx *lexer) next() (token, error) {
 	// Punctuation: the pairs that matter for terms, single characters
 	// otherwise.
 	lx.advance()
-	tok.kind, tok.text = tPunct, string(r)
-	if pair, ok := punctPairs[[2]rune{r, lx.peek(0)}]; ok {
+	tok.kind, tok.text = tPunct, punctText[r]
+	if pair := punctPair(r, lx.peek(0)); pair != "" {
 		lx.advance()
 		tok.text = pair
 	}
 	return tok, nil
 }
 
-var punctPairs = map[[2]rune]string{
-	{'<', '<'}: "<<", {'>', '>'}: ">>", {'=', '>'}: "=>", {':', '='}: ":=",
-	{'-', '-'}: "--", {'+', '+'}: "++", {'-', '>'}: "->", {'|', '|'}: "||",
-	{'=', '<'}: "=<", {'<', '='}: "<=", {':', ':'}: "::",
+// punctText holds each character 0..255 as a string, so that punctuation
+// tokens do not allocate.
+var punctText = func() (t [256]string) {
+	for i := range t {
+		t[i] = string(rune(i))
+	}
+	return t
+}()
+
+// punctPair returns the two-character token a and b make, or "". Only the
+// pairs that matter for terms and for clear messages are recognised.
+func punctPair(a, b rune) string {
+	switch {
+	case a == '<' && b == '<':
+		return "<<"
+	case a == '>' && b == '>':
+		return ">>"
+	case a == '=' && b == '>':
+		return "=>"
+	case a == ':' && b == '=':
+		return ":="
+	case a == '-' && b == '-':
+		return "--"
+	case a == '+' && b == '+':
+		return "++"
+	case a == '-' && b == '>':
+		return "->"
+	case a == '|' && b == '|':
+		return "||"
+	case a == '=' && b == '<':
+		return "=<"
+	case a == '<' && b == '=':
+		return "<="
+	case a == ':' && b == ':':
+		return "::"
+	}
+	return ""
 }
 
 // quoted reads the rest of a quoted atom or string after its opening quote.
@@ -1454,27 +1477,24 @@ func dedupMap(m Map) Map {
 // fun reads fun Module:Function/Arity.
 func (p *parser) fun() (Term, error) {
 	start := p.tok
+	shape := func() error { return p.errTok(&start, "only fun Module:Function/Arity is a term") }
+	var names [2]string
+	for i, sep := range []string{":", "/"} {
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		if p.tok.kind != tAtom {
+			return nil, shape()
+		}
+		names[i] = p.tok.text
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		if !p.tok.is(sep) {
+			return nil, shape()
+		}
+	}
 	if err := p.advance(); err != nil {
-		return nil, err
-	}
-	if p.tok.kind != tAtom {
-		return nil, p.errTok(&start, "only fun Module:Function/Arity is a term")
-	}
-	m := p.tok.text
-	if err := p.advance(); err != nil {
-		return nil, err
-	}
-	if err := p.expect(":"); err != nil {
-		return nil, err
-	}
-	if p.tok.kind != tAtom {
-		return nil, p.errTok(&start, "only fun Module:Function/Arity is a term")
-	}
-	f := p.tok.text
-	if err := p.advance(); err != nil {
-		return nil, err
-	}
-	if err := p.expect("/"); err != nil {
 		return nil, err
 	}
 	arity, ok := p.tok.num.(Int)
@@ -1484,7 +1504,7 @@ func (p *parser) fun() (Term, error) {
 	if err := p.advance(); err != nil {
 		return nil, err
 	}
-	return &Opaque{Raw: exportRaw(m, f, int(arity))}, nil
+	return &Opaque{Raw: exportRaw(names[0], names[1], int(arity))}, nil
 }
 
 // ---------------------------------------------------------------------------
@@ -1694,7 +1714,7 @@ func (p *parser) emit(w *bitWriter, at *token, spec segSpec, size Term, isStr bo
 		if s < 0 {
 			return bad("negative size")
 		}
-		sz = int64(min(s, maxSegmentBits+1))
+		sz = int64(min(s, maxSegmentBits+65)) // larger is refused below
 	case Atom:
 		if s != "all" || spec.typ != "binary" {
 			return bad("size must be an integer")
@@ -1720,12 +1740,12 @@ func (p *parser) emit(w *bitWriter, at *token, spec segSpec, size Term, isStr bo
 	nbits := sz * int64(spec.unit)
 	little := spec.endian == "little" || spec.endian == "native"
 
-	one := func(v Term) error {
-		if !all && spec.typ != "binary" && nbits > 64 {
-			p.budget -= nbits - 64
-			if p.budget < 0 {
+	one := func(w *bitWriter, v Term) error {
+		if excess := nbits - 64; !all && spec.typ != "binary" && excess > 0 {
+			if excess > p.budget {
 				return bad("sized segments exceed %d bits", maxSegmentBits)
 			}
+			p.budget -= excess
 		}
 		switch spec.typ {
 		case "integer":
@@ -1785,16 +1805,17 @@ func (p *parser) emit(w *bitWriter, at *token, spec segSpec, size Term, isStr bo
 	}
 	if isStr {
 		if len(str) == 0 {
-			return one(Int(0)) // check the specifiers as erl does; write nothing
+			// Check the specifiers as erl does, writing nothing.
+			return one(new(bitWriter), Int(0))
 		}
 		for _, c := range str {
-			if err := one(Int(c)); err != nil {
+			if err := one(w, Int(c)); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return one(val)
+	return one(w, val)
 }
 
 // bitWriter appends bits most significant first.
@@ -2006,18 +2027,20 @@ func ParseAll(s string) ([]Term, error) {
 }
 
 // Reader reads terms in file:consult/1 syntax from a stream, one at a time,
-// without holding the whole input in memory.
+// without holding the whole input in memory. Like file:consult/1 it reads
+// UTF-8 unless a comment in the first two lines declares Latin-1.
 type Reader struct {
-	br      *bufio.Reader
-	p       parser
-	started bool
-	line    int
-	err     error
+	src  consultSource
+	p    parser
+	line int
+	err  error
 }
 
 // NewReader returns a Reader over r. It buffers its input.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 64<<10)}
+	rd := &Reader{src: consultSource{br: bufio.NewReaderSize(r, 64<<10)}}
+	rd.p.lx.init(&rd.src)
+	return rd
 }
 
 // Next returns the next term, io.EOF after the last one, a *SyntaxError
@@ -2027,31 +2050,12 @@ func (r *Reader) Next() (Term, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if !r.started {
-		r.started = true
-		r.p.lx.init(r.br)
-		r.p.lx.latin1 = declaresLatin1(r.head())
-	}
 	t, err := r.next()
 	if err != nil {
 		r.err = err
 		return nil, err
 	}
 	return t, nil
-}
-
-// head returns the start of the input, up to its first two lines or 512
-// bytes (where epp looks for an encoding comment), without consuming it and
-// without waiting for more input than that.
-func (r *Reader) head() []byte {
-	n := 1
-	for {
-		head, err := r.br.Peek(n)
-		if err != nil || len(head) >= 512 || bytes.Count(head, []byte("\n")) >= 2 {
-			return head
-		}
-		n = min(512, max(n+1, r.br.Buffered()))
-	}
 }
 
 // Line returns the line on which the term last returned by Next started.
@@ -2078,6 +2082,62 @@ func (r *Reader) next() (Term, error) {
 		return nil, p.errTok(&p.tok, "expected '.' after the term, found %s", p.tok.describe())
 	}
 	return t, nil
+}
+
+// headerSize is how far epp looks for an encoding comment: the first two
+// lines, within the first 512 bytes.
+const headerSize = 512
+
+// consultSource decodes a stream as file:consult/1 would. Only bytes from
+// 0x80 up depend on the encoding, so while the text is ASCII it is passed
+// on at once (an interactive stream gets each term as soon as it is
+// complete); the first non-ASCII byte decides, from the header.
+type consultSource struct {
+	br     *bufio.Reader
+	latin1 bool
+	known  bool   // encoding decided
+	head   []byte // bytes read while undecided, at most headerSize
+	lines  int    // newlines in head
+}
+
+func (s *consultSource) ReadRune() (rune, int, error) {
+	if s.known {
+		if s.latin1 {
+			b, err := s.br.ReadByte()
+			return rune(b), 1, err
+		}
+		return s.br.ReadRune()
+	}
+	b, err := s.br.ReadByte()
+	if err != nil {
+		return 0, 0, err
+	}
+	if b < 0x80 {
+		s.head = append(s.head, b)
+		if b == '\n' {
+			s.lines++
+		}
+		if s.lines >= 2 || len(s.head) >= headerSize {
+			s.decide(s.head)
+		}
+		return rune(b), 1, nil
+	}
+	// The header may continue past this byte: peek at the rest of it.
+	_ = s.br.UnreadByte() // cannot fail right after ReadByte
+	header := s.head
+	for n := 1; ; n++ {
+		ahead, err := s.br.Peek(n)
+		if err != nil || len(s.head)+len(ahead) >= headerSize || s.lines+bytes.Count(ahead, []byte("\n")) >= 2 {
+			header = append(slices.Clip(s.head), ahead...)
+			break
+		}
+	}
+	s.decide(header)
+	return s.ReadRune()
+}
+
+func (s *consultSource) decide(header []byte) {
+	s.known, s.latin1, s.head = true, declaresLatin1(header), nil
 }
 
 // declaresLatin1 reports whether a comment in the first two lines of head

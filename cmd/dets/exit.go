@@ -57,7 +57,11 @@ func exitCode(err error) int {
 		return exitError
 	case errors.Is(err, exclusive.ErrBusy), errors.Is(err, exclusive.ErrTimedOut):
 		return exitBusy
-	case errors.Is(err, dets.ErrNotDETS), errors.Is(err, dets.ErrUnsupportedVersion):
+	case errors.Is(err, dets.ErrNotDETS), errors.Is(err, dets.ErrUnsupportedVersion),
+		// A header this version cannot read (an unknown type code or hash
+		// method, or the legacy phash) is an unsupported file too.
+		errors.Is(err, dets.ErrBadTypeCode), errors.Is(err, dets.ErrBadHashMethod),
+		errors.Is(err, dets.ErrUnsupportedHash):
 		return exitNotDETS
 	case errors.Is(err, exclusive.ErrNeedsRepair), errors.Is(err, dets.ErrNeedsRepair),
 		errors.Is(err, dets.ErrNotClosed):

@@ -27,7 +27,9 @@ the last object per key). Its kind and key position are used unless --kind
 or --keypos is given, in which case they must match the file.
 
 The whole input is parsed and checked before the table is touched, so a
-syntax error (reported with its line number) or a bad object loads nothing.`,
+syntax error (reported with its line number) or a bad object loads nothing.
+Only a failure while writing (a full disk, the otp9 2 GB limit) can leave
+the objects inserted before it in the table.`,
 	example: `  dets load --kind bag tags.dets tags.terms
   dets dump old.dets | dets load --keypos 2 new.dets
   printf '{a,1}.\n{b,2}.\n' | dets load t.dets`,

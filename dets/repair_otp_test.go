@@ -1,0 +1,222 @@
+package dets
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/otptest"
+)
+
+// otpWriter runs in erl: open a table, then insert, delete and sync in a
+// seeded loop until killed. auto_save is off, so the file is dirty from the
+// first write until a sync, and the write cache (3 s or 14000 bytes) keeps
+// some of the latest updates in memory: kill points land before, during and
+// after flushes and syncs.
+const otpWriter = `
+[FileB, SeedB, KindB] = In,
+Seed = binary_to_integer(SeedB),
+{ok, T} = dets:open_file(t, [{file, binary_to_list(FileB)}, {type, binary_to_atom(KindB, latin1)}, {auto_save, infinity}]),
+rand:seed(exsss, {Seed, Seed + 1, Seed + 2}),
+Loop = fun L(I) ->
+    K = rand:uniform(400),
+    case rand:uniform(100) of
+        X when X =< 65 -> ok = dets:insert(T, {K, I rem 4, binary:copy(<<I:8>>, rand:uniform(3) * rand:uniform(150))});
+        X when X =< 80 -> ok = dets:delete(T, K);
+        X when X =< 83 -> ok = dets:sync(T);
+        X when X =< 90 -> ok = dets:delete_object(T, {K, I rem 4, <<>>});
+        _ -> ok = dets:insert(T, [{K, I rem 3, <<>>}, {K + 1, 0, <<"x">>}, {K, I rem 3, <<>>}])
+    end,
+    case I rem 50 of 0 -> timer:sleep(2); _ -> ok end,
+    L(I + 1)
+end,
+Loop(0)
+`
+
+// otpReadBack runs in erl over pairs [A, B, ...]: it opens A with the
+// default {repair,true} (OTP repairs it) and B, already repaired by godets,
+// with {repair,false}, and returns each table's objects (or the error).
+const otpReadBack = `
+[KindB | Files] = In,
+Kind = binary_to_atom(KindB, latin1),
+Objs = fun(F, Opts) ->
+    case dets:open_file(make_ref(), [{file, binary_to_list(F)}, {type, Kind} | Opts]) of
+        {ok, T} ->
+            L = dets:foldl(fun(O, Acc) -> [O | Acc] end, [], T),
+            ok = dets:close(T),
+            term_to_binary({ok, L});
+        E -> term_to_binary(E)
+    end
+end,
+Pair = fun P([A, B | Rest]) -> [Objs(A, []), Objs(B, [{repair, false}]) | P(Rest)]; P([]) -> [] end,
+Pair(Files)
+`
+
+// TestRepairAgainstOTPKill makes dirty files with real OTP killed by
+// SIGKILL at seeded random moments, repairs each with OTP (on a copy) and
+// with godets, and compares. Both must hold the same multiset of objects,
+// or godets strictly more (every such case is logged with the extra
+// objects). OTP must then open the godets-repaired file with
+// {repair,false} and find exactly godets's objects.
+func TestRepairAgainstOTPKill(t *testing.T) {
+	r0 := otptest.Erl(t)
+	seed := rpSeed(t)
+	points := 30
+	if testing.Short() {
+		points = 4
+	}
+	if s := os.Getenv("GODETS_OTP_KILLS"); s != "" {
+		points, _ = strconv.Atoi(s)
+	}
+	for ki, kind := range rpKinds {
+		t.Run(kind.String(), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, uint64(ki)))
+			type point struct {
+				dir   string
+				delay time.Duration
+				seed  int
+			}
+			ps := make([]point, points)
+			for i := range ps {
+				ps[i] = point{dir: t.TempDir(), delay: time.Duration(r.IntN(3000)) * time.Millisecond, seed: r.IntN(1 << 30)}
+			}
+			// Two erl writers at a time (the machine has two cores).
+			sem := make(chan struct{}, 2)
+			var wg sync.WaitGroup
+			errs := make([]error, len(ps))
+			for i, p := range ps {
+				wg.Add(1)
+				sem <- struct{}{}
+				go func() {
+					defer wg.Done()
+					defer func() { <-sem }()
+					file := filepath.Join(p.dir, "t.dets")
+					cmd, err := r0.Start(p.dir, otpWriter, []byte(file), []byte(strconv.Itoa(p.seed)), []byte(rpKindAtom(kind)))
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					// The delay counts from the file's creation, so that a
+					// slow erl start-up does not eat the kill window.
+					for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+						if _, err := os.Stat(file); err == nil {
+							break
+						}
+						time.Sleep(10 * time.Millisecond)
+					}
+					time.Sleep(p.delay)
+					cmd.Process.Kill()
+					cmd.Wait()
+				}()
+			}
+			wg.Wait()
+			var in [][]byte
+			var used []point
+			dirty := 0
+			for i, p := range ps {
+				if errs[i] != nil {
+					t.Fatal(errs[i])
+				}
+				src := filepath.Join(p.dir, "t.dets")
+				img, err := os.ReadFile(src)
+				if err != nil {
+					t.Logf("kill point %d (%v): no file yet", i, p.delay)
+					continue
+				}
+				if len(img) >= headerSize && be.Uint32(img[offClosed:]) == notProperlyClosed {
+					dirty++
+				}
+				a, b := filepath.Join(p.dir, "otp.dets"), filepath.Join(p.dir, "go.dets")
+				rpWriteFile(t, a, img)
+				rpWriteFile(t, b, img)
+				tab, err := Open(b, Options{Repair: AutoRepair})
+				if err != nil {
+					t.Fatalf("kill point %d (seed %d, %v): godets repair: %v", i, p.seed, p.delay, err)
+				}
+				if err := tab.Check(); err != nil {
+					t.Fatalf("kill point %d: Check after repair: %v", i, err)
+				}
+				tab.Close()
+				rpNoTemps(t, p.dir)
+				in = append(in, []byte(a), []byte(b))
+				used = append(used, p)
+			}
+			if len(used) < points*2/3 {
+				t.Fatalf("only %d of %d kill points produced a file", len(used), points)
+			}
+			out := r0.Eval(t, otpReadBack, append([][]byte{[]byte(rpKindAtom(kind))}, in...)...)
+			strictlyMore := 0
+			for i, p := range used {
+				otpObjs := rpOTPObjects(t, out[2*i])
+				otpOnGo := rpOTPObjects(t, out[2*i+1])
+				goObjs := rpReopenClean(t, filepath.Join(p.dir, "go.dets"))
+				if !slices.Equal(otpOnGo, goObjs) {
+					t.Fatalf("kill point %d (seed %d): OTP reads %d objects from the godets-repaired file, godets %d", i, p.seed, len(otpOnGo), len(goObjs))
+				}
+				if slices.Equal(otpObjs, goObjs) {
+					continue
+				}
+				extra, missing := rpMultisetDiff(goObjs, otpObjs)
+				if len(missing) > 0 {
+					t.Fatalf("kill point %d (seed %d, %v): godets lacks %d objects that OTP's repair kept (godets %d, OTP %d)",
+						i, p.seed, p.delay, len(missing), len(goObjs), len(otpObjs))
+				}
+				strictlyMore++
+				t.Logf("kill point %d: godets recovered %d objects more than OTP (%d vs %d): %d objects of buckets OTP drops whole",
+					i, len(extra), len(goObjs), len(otpObjs), len(extra))
+			}
+			t.Logf("%s: %d kill points compared (%d left dirty), %d where godets recovered more", kind, len(used), dirty, strictlyMore)
+			if dirty < len(used)/2 {
+				t.Errorf("only %d of %d kill points left a dirty file; the test is not testing repair", dirty, len(used))
+			}
+		})
+	}
+}
+
+func rpKindAtom(k Kind) string { return k.String() }
+
+// rpOTPObjects decodes one otpReadBack result into sorted canonical
+// encodings.
+func rpOTPObjects(t *testing.T, b []byte) []string {
+	t.Helper()
+	term, err := etf.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tu, ok := term.(etf.Tuple)
+	if !ok || len(tu) != 2 || tu[0] != etf.Atom("ok") {
+		t.Fatalf("OTP could not open a file: %v", term)
+	}
+	l, _ := tu[1].(etf.List)
+	out := make([]string, 0, len(l))
+	for _, o := range l {
+		out = append(out, rpEnc(t, o))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// rpMultisetDiff returns a - b and b - a for sorted multisets.
+func rpMultisetDiff(a, b []string) (aOnly, bOnly []string) {
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j >= len(b) || (i < len(a) && a[i] < b[j]):
+			aOnly = append(aOnly, a[i])
+			i++
+		case i >= len(a) || b[j] < a[i]:
+			bOnly = append(bOnly, b[j])
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+	return
+}
