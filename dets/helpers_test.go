@@ -70,3 +70,12 @@ func fileHash(t testing.TB, path string) [32]byte {
 func tup(elems ...etf.Term) etf.Tuple { return etf.Tuple(elems) }
 
 func bin(s string) etf.Binary { return etf.Binary(s) }
+
+func readFileT(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -128,9 +128,17 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 	if err != nil {
 		return st, err
 	}
+	var hint int64
+	if trusted && len(data) >= headerSize {
+		hint = min(int64(be.Uint32(data[offNoObjects:])), size/16)
+	}
 
 	// Scan into the index.
 	idx := &entryIndex{fs: p.fs, path: sortPath(p.path), limit: repairMemEntries}
+	if hint > 0 {
+		// The header's object count (possibly stale) sizes the index.
+		idx.mem = make([]repairEntry, 0, min(hint+hint/8+1024, int64(idx.limit)))
+	}
 	defer idx.cleanup()
 	var sketch hll
 	sc := &scanner{data: data, kind: kind, keyPos: keyPos, maxSz: maxSz}
@@ -518,6 +526,12 @@ type entryIndex struct {
 const entrySize = 16
 
 func (x *entryIndex) add(e repairEntry) error {
+	if len(x.mem) == cap(x.mem) {
+		// Grow by a quarter, not double: the index is most of a repair's
+		// heap, and doubling would briefly hold three times its size.
+		n := min(max(cap(x.mem)+cap(x.mem)/4, 1024), x.limit)
+		x.mem = slices.Grow(x.mem, n-len(x.mem))
+	}
 	x.mem = append(x.mem, e)
 	if len(x.mem) >= x.limit {
 		return x.spillMem()

@@ -272,7 +272,7 @@ func (t *Table) initLayout(minSlots, maxSlots, next uint32) error {
 	nparts := (nsegs + segsPerPart - 1) / segsPerPart
 	base := int64(baseAddr) + int64(partSize)*int64(nparts+nsegs)
 	t.h = header{
-		closed: notProperlyClosed, typ: uint32(t.kind), m: m, n: n, next: next,
+		cookie: cookie, version: formatVersion, closed: notProperlyClosed, typ: uint32(t.kind), m: m, n: n, next: next,
 		keyPos: uint32(t.keyPos), minSlots: minSlots, maxSlots: maxSlots,
 		hashMethod: hashPhash2, hasMD5: true, flBase: uint32(base),
 	}

@@ -218,7 +218,7 @@ func TestEncodeRandomRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewSource(testSeed(t)))
 	buf := make([]byte, 0, 1<<16)
 	for range 3000 {
-		term := randomTerm(r, 5)
+		term := randomTerm(r, 4)
 		enc, err := Encode(term)
 		if err != nil {
 			t.Fatalf("Encode(%s): %v", Format(term), err)
