@@ -56,7 +56,7 @@ const (
 	baseAddr     = 1336 // = 312 + 4*256, the default buddy base
 
 	slotsPerSeg     = 256
-	slotEntrySize   = 8 // <<Size:32, Ptr:32>>
+	slotEntrySize   = 8                           // <<Size:32, Ptr:32>>
 	segmentSize     = slotsPerSeg * slotEntrySize // 2048
 	segsPerPart     = 512
 	partSize        = segsPerPart * 4 // 2048

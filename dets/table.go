@@ -27,12 +27,12 @@ type Table struct {
 
 	bud      *buddy
 	parts    [numParts]uint32
-	segs     []uint32                   // segment addresses, len = next/256
+	segs     []uint32                  // segment addresses, len = next/256
 	segCache []*[slotsPerSeg]slotEntry // lazily read slot entries
-	fileEnd  int64                      // end of data (EOF while dirty)
-	physSize int64                      // file size including free lists
-	dirty    bool                       // on-disk flag is "not closed"
-	hdrKeys  uint32                     // noKeys at the last header write
+	fileEnd  int64                     // end of data (EOF while dirty)
+	physSize int64                     // file size including free lists
+	dirty    bool                      // on-disk flag is "not closed"
+	hdrKeys  uint32                    // noKeys at the last header write
 
 	rbuf []byte // bucket read buffer, reused under mu
 	wbuf []byte // bucket write buffer, reused under mu

@@ -1,0 +1,142 @@
+package dets
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand"
+	"os"
+	"testing"
+
+	"github.com/godets/godets/etf"
+)
+
+// Benchmarks use {Key, Value} objects with 16-byte binary keys and 100-byte
+// binary values at N = 10k and 100k objects; set DETS_BENCH_1M=1 to add 1M.
+
+func benchSizes() []int {
+	s := []int{10_000, 100_000}
+	if os.Getenv("DETS_BENCH_1M") != "" {
+		s = append(s, 1_000_000)
+	}
+	return s
+}
+
+func benchKey(i int) etf.Binary {
+	k := make([]byte, 16)
+	binary.BigEndian.PutUint64(k, uint64(i)*0x9E3779B97F4A7C15)
+	binary.BigEndian.PutUint64(k[8:], uint64(i))
+	return k
+}
+
+func benchObj(i int) etf.Term {
+	v := make([]byte, 100)
+	binary.BigEndian.PutUint64(v, uint64(i))
+	return etf.Tuple{benchKey(i), etf.Binary(v)}
+}
+
+// benchTable builds a closed table of n objects and returns its path.
+func benchTable(b *testing.B, n int) string {
+	b.Helper()
+	path := tmpFile(b, "bench.dets")
+	tab, err := Open(path, Options{})
+	must(b, err)
+	objs := make([]etf.Term, n)
+	for i := range objs {
+		objs[i] = benchObj(i)
+	}
+	must(b, tab.InitTable(seqOf(objs)))
+	must(b, tab.Close())
+	return path
+}
+
+func BenchmarkInsert(b *testing.B) {
+	for _, n := range benchSizes() {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			objs := make([]etf.Term, n)
+			for i := range objs {
+				objs[i] = benchObj(i)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				path := tmpFile(b, "ins.dets")
+				tab, err := Open(path, Options{})
+				must(b, err)
+				b.StartTimer()
+				for _, o := range objs {
+					if err := tab.Insert(o); err != nil {
+						b.Fatal(err)
+					}
+				}
+				must(b, tab.Close())
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/object")
+		})
+	}
+}
+
+func BenchmarkLookup(b *testing.B) {
+	for _, n := range benchSizes() {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			tab, err := Open(benchTable(b, n), Options{ReadOnly: true})
+			must(b, err)
+			defer tab.Close()
+			r := rand.New(rand.NewSource(1))
+			keys := make([]etf.Term, 4096)
+			for i := range keys {
+				keys[i] = benchKey(r.Intn(n))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				objs, err := tab.Lookup(keys[i%len(keys)])
+				if err != nil || len(objs) != 1 {
+					b.Fatal(objs, err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkScan(b *testing.B) {
+	for _, n := range benchSizes() {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			tab, err := Open(benchTable(b, n), Options{ReadOnly: true})
+			must(b, err)
+			defer tab.Close()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				c := 0
+				for _, err := range tab.All() {
+					if err != nil {
+						b.Fatal(err)
+					}
+					c++
+				}
+				if c != n {
+					b.Fatal(c)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/object")
+		})
+	}
+}
+
+func BenchmarkOpen(b *testing.B) {
+	for _, n := range benchSizes() {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			path := benchTable(b, n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				tab, err := Open(path, Options{ReadOnly: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				tab.Close()
+			}
+		})
+	}
+}
