@@ -1,6 +1,11 @@
 package dets
 
-import "github.com/godets/godets/etf"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/godets/godets/etf"
+)
 
 // Linear hashing (§3): the table grows one 256-slot segment at a time.
 
@@ -9,6 +14,9 @@ import "github.com/godets/godets/etf"
 func (t *Table) maybeGrow() error {
 	for t.h.noKeys > t.h.next && t.h.next < t.h.maxSlots {
 		if err := t.grow(); err != nil {
+			if errors.Is(err, ErrFileTooLarge) && !errors.Is(err, errInconsistent) {
+				return nil // no room for a segment: stay at this size
+			}
 			return err
 		}
 	}
@@ -21,29 +29,53 @@ func (t *Table) maybeGrow() error {
 // is kept.
 func (t *Table) grow() error {
 	seg := int(t.h.next / slotsPerSeg)
+	// Allocate first: a full file (ErrFileTooLarge) just stops the growth.
+	partAddr := int64(-1)
 	if seg%segsPerPart == 0 {
-		p := seg / segsPerPart
-		a, err := t.allocZeroed(partSize)
+		a, err := t.bud.alloc(partSize)
 		if err != nil {
 			return err
 		}
-		var b [4]byte
-		be.PutUint32(b[:], uint32(a))
+		partAddr = a
+	}
+	segAddr, err := t.bud.alloc(segmentSize)
+	if err != nil {
+		if partAddr >= 0 {
+			t.bud.freeBlock(partAddr, partSize)
+		}
+		return err
+	}
+	if err := t.growAt(seg, partAddr, segAddr); err != nil {
+		return fmt.Errorf("%w: %w", errInconsistent, err)
+	}
+	return nil
+}
+
+// errInconsistent marks an error after which the in-memory state may not
+// match the file; it makes even ErrFileTooLarge sticky.
+var errInconsistent = errors.New("dets: table state left inconsistent")
+
+func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
+	var b [4]byte
+	if partAddr >= 0 {
+		p := seg / segsPerPart
+		if err := t.writeAt(make([]byte, partSize), partAddr); err != nil {
+			return err
+		}
+		be.PutUint32(b[:], uint32(partAddr))
 		if err := t.writeAt(b[:], partTableOff+4*int64(p)); err != nil {
 			return err
 		}
-		t.parts[p] = uint32(a)
+		t.parts[p] = uint32(partAddr)
 	}
-	a, err := t.allocZeroed(segmentSize)
-	if err != nil {
+	if err := t.writeAt(make([]byte, segmentSize), segAddr); err != nil {
 		return err
 	}
-	var b [4]byte
-	be.PutUint32(b[:], uint32(a))
+	be.PutUint32(b[:], uint32(segAddr))
 	if err := t.writeAt(b[:], int64(t.parts[seg/segsPerPart])+4*int64(seg%segsPerPart)); err != nil {
 		return err
 	}
-	t.segs = append(t.segs, uint32(a))
+	t.segs = append(t.segs, uint32(segAddr))
 	t.segCache = append(t.segCache, new([slotsPerSeg]slotEntry))
 
 	m, n := t.h.m, t.h.n
@@ -80,18 +112,6 @@ func (t *Table) grow() error {
 	}
 	t.h.next += slotsPerSeg
 	return nil
-}
-
-// allocZeroed allocates a 2048-byte part or segment and zero-fills it.
-func (t *Table) allocZeroed(size int64) (int64, error) {
-	a, err := t.bud.alloc(size)
-	if err != nil {
-		return 0, err
-	}
-	if err := t.writeAt(make([]byte, size), a); err != nil {
-		return 0, err
-	}
-	return a, nil
 }
 
 // keyHash returns the phash2 of a key.

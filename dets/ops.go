@@ -32,7 +32,7 @@ func (t *Table) begin(write bool) error {
 // fail records an I/O or corruption error: the table stays in error mode
 // (every later call returns it, Close does not save), as OTP does.
 func (t *Table) fail(err error) error {
-	if err != nil && t.err == nil && !errors.Is(err, ErrFileTooLarge) {
+	if err != nil && t.err == nil && (!errors.Is(err, ErrFileTooLarge) || errors.Is(err, errInconsistent)) {
 		t.err = err
 	}
 	return err
@@ -118,15 +118,20 @@ func (t *Table) insertBatch(ps []prepared) error {
 		if err != nil {
 			return err
 		}
+		var keys, objs int
 		for _, i := range idx[start:end] {
 			var dk, do int
 			gs, dk, do = applyInsert(t.kind, gs, ps[i].key, ps[i].obj)
-			t.h.noKeys += uint32(dk)
-			t.h.noObjects += uint32(do)
+			keys += dk
+			objs += do
 		}
+		// Counts change only once the bucket is written, so a full file
+		// (ErrFileTooLarge) leaves them exact.
 		if err := t.writeGroups(slot, e, gs); err != nil {
 			return err
 		}
+		t.h.noKeys += uint32(keys)
+		t.h.noObjects += uint32(objs)
 		start = end
 	}
 	return nil
@@ -210,7 +215,7 @@ func (t *Table) Member(key etf.Term) (bool, error) {
 // modifySlot reads key's bucket, lets fn edit the group of key (i is its
 // index, found whether it exists) and writes the result when fn reports a
 // change.
-func (t *Table) modifyKey(key etf.Term, fn func(gs []group, i int, found bool) ([]group, bool, error)) error {
+func (t *Table) modifyKey(key etf.Term, fn func(gs []group, i int, found bool) ([]group, delta, error)) error {
 	// Like OTP, any write request marks the file dirty, even one that
 	// changes nothing.
 	if err := t.markDirty(); err != nil {
@@ -226,14 +231,22 @@ func (t *Table) modifyKey(key etf.Term, fn func(gs []group, i int, found bool) (
 		return err
 	}
 	i, found := findGroup(gs, key)
-	gs, changed, err := fn(gs, i, found)
-	if err != nil || !changed {
+	gs, d, err := fn(gs, i, found)
+	if err != nil || !d.changed {
 		return err
 	}
 	if err := t.writeGroups(slot, e, gs); err != nil {
 		return err
 	}
+	t.h.noKeys = uint32(int64(t.h.noKeys) + int64(d.keys))
+	t.h.noObjects = uint32(int64(t.h.noObjects) + int64(d.objs))
 	return t.afterWrite()
+}
+
+// delta is a change made by a modifyKey callback.
+type delta struct {
+	changed    bool
+	keys, objs int
 }
 
 // Delete removes every object stored under key.
@@ -242,13 +255,12 @@ func (t *Table) Delete(key etf.Term) error {
 		return err
 	}
 	defer t.mu.Unlock()
-	return t.fail(t.modifyKey(key, func(gs []group, i int, found bool) ([]group, bool, error) {
+	return t.fail(t.modifyKey(key, func(gs []group, i int, found bool) ([]group, delta, error) {
 		if !found {
-			return gs, false, nil
+			return gs, delta{}, nil
 		}
-		t.h.noKeys--
-		t.h.noObjects -= uint32(len(gs[i].objs))
-		return slices.Delete(gs, i, i+1), true, nil
+		d := delta{true, -1, -len(gs[i].objs)}
+		return slices.Delete(gs, i, i+1), d, nil
 	}))
 }
 
@@ -264,9 +276,9 @@ func (t *Table) DeleteObject(obj etf.Term) error {
 		return fmt.Errorf("%w: not a tuple with at least %d elements", ErrBadObject, t.keyPos)
 	}
 	target := object{term: obj}
-	return t.fail(t.modifyKey(key, func(gs []group, i int, found bool) ([]group, bool, error) {
+	return t.fail(t.modifyKey(key, func(gs []group, i int, found bool) ([]group, delta, error) {
 		if !found {
-			return gs, false, nil
+			return gs, delta{}, nil
 		}
 		g := &gs[i]
 		kept := g.objs[:0:0]
@@ -277,15 +289,13 @@ func (t *Table) DeleteObject(obj etf.Term) error {
 		}
 		removed := len(g.objs) - len(kept)
 		if removed == 0 {
-			return gs, false, nil
+			return gs, delta{}, nil
 		}
-		t.h.noObjects -= uint32(removed)
 		if len(kept) == 0 {
-			t.h.noKeys--
-			return slices.Delete(gs, i, i+1), true, nil
+			return slices.Delete(gs, i, i+1), delta{true, -1, -removed}, nil
 		}
 		g.objs = kept
-		return gs, true, nil
+		return gs, delta{true, 0, -removed}, nil
 	}))
 }
 
@@ -314,13 +324,13 @@ func (t *Table) UpdateCounter(key etf.Term, pos int, incr int64) (etf.Term, erro
 		pos = t.keyPos + 1
 	}
 	var result etf.Term
-	err := t.modifyKey(key, func(gs []group, i int, found bool) ([]group, bool, error) {
+	err := t.modifyKey(key, func(gs []group, i int, found bool) ([]group, delta, error) {
 		if !found {
-			return gs, false, nil
+			return gs, delta{}, nil
 		}
 		tup := gs[i].objs[0].term.(etf.Tuple)
 		if pos < 1 || pos > len(tup) || pos == t.keyPos {
-			return gs, false, fmt.Errorf("%w: position %d of a %d-tuple with key position %d", ErrBadArgument, pos, len(tup), t.keyPos)
+			return gs, delta{}, fmt.Errorf("%w: position %d of a %d-tuple with key position %d", ErrBadArgument, pos, len(tup), t.keyPos)
 		}
 		switch v := tup[pos-1].(type) {
 		case etf.Int:
@@ -333,16 +343,16 @@ func (t *Table) UpdateCounter(key etf.Term, pos int, incr int64) (etf.Term, erro
 		case *etf.BigInt:
 			result = etf.NewBigInt(new(big.Int).Add(v.Big(), big.NewInt(incr)))
 		default:
-			return gs, false, fmt.Errorf("%w: element %d is not an integer", ErrBadArgument, pos)
+			return gs, delta{}, fmt.Errorf("%w: element %d is not an integer", ErrBadArgument, pos)
 		}
 		nt := slices.Clone(tup)
 		nt[pos-1] = result
 		enc, err := encodeTerm(nt)
 		if err != nil {
-			return gs, false, fmt.Errorf("%w: %w", ErrBadObject, err)
+			return gs, delta{}, fmt.Errorf("%w: %w", ErrBadObject, err)
 		}
 		gs[i].objs = []object{{nt, enc}}
-		return gs, true, nil
+		return gs, delta{changed: true}, nil
 	})
 	if err == nil && result == nil {
 		return nil, fmt.Errorf("%w: update_counter: no object with key %v", ErrBadArgument, key)
