@@ -65,6 +65,9 @@ var (
 	// ErrBadArgument: another invalid argument (update_counter on a missing
 	// key or a non-integer element, a bad position). OTP: badarg.
 	ErrBadArgument = errors.New("dets: bad argument")
+	// ErrNoSuchKey: UpdateCounter on a key with no object. It also matches
+	// ErrBadArgument, as OTP raises badarg.
+	ErrNoSuchKey error = noSuchKeyError{}
 )
 
 // CorruptionError says where validation of file bytes failed. It matches
@@ -91,3 +94,9 @@ func corrupt(path, section string, off int64, format string, args ...any) *Corru
 func openError(sentinel error, path string) error {
 	return fmt.Errorf("%w: %s", sentinel, path)
 }
+
+// noSuchKeyError is ErrNoSuchKey; it matches ErrBadArgument too.
+type noSuchKeyError struct{}
+
+func (noSuchKeyError) Error() string        { return "dets: no object with that key" }
+func (noSuchKeyError) Is(target error) bool { return target == ErrBadArgument }

@@ -355,7 +355,7 @@ func (t *Table) UpdateCounter(key etf.Term, pos int, incr int64) (etf.Term, erro
 		return gs, delta{changed: true}, nil
 	})
 	if err == nil && result == nil {
-		return nil, fmt.Errorf("%w: update_counter: no object with key %v", ErrBadArgument, key)
+		return nil, fmt.Errorf("%w: update_counter: key %v", ErrNoSuchKey, key)
 	}
 	if errors.Is(err, ErrBadArgument) || errors.Is(err, ErrBadObject) {
 		return nil, err
@@ -520,6 +520,7 @@ func (t *Table) Close() error {
 		return nil
 	}
 	t.closed = true
+	unregisterOpen(t.regKey)
 	err := t.err
 	if err == nil && t.dirty && !t.readOnly {
 		err = t.save()

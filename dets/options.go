@@ -97,6 +97,9 @@ type Options struct {
 	MinSlots, MaxSlots int
 	// FS does all file I/O; nil means OSFS.
 	FS FS
+	// Progress, when set, receives reports while Open repairs or compacts
+	// the file. It runs on the opening goroutine and must be quick.
+	Progress func(RepairProgress)
 }
 
 // slotBounds returns the effective min and max slot counts.

@@ -716,7 +716,7 @@ func (m *mergeIter) next() (repairEntry, bool, error) {
 // that was not closed properly, has bad free lists, or is being compacted by
 // ForceRepair. h is the header as read, or nil.
 var repairFile = func(path string, opts Options, h *header) error {
-	_, err := repairTable(paramsFor(path, opts, nil))
+	_, err := repairTable(paramsFor(path, opts, opts.Progress))
 	return err
 }
 

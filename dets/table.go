@@ -34,6 +34,8 @@ type Table struct {
 	dirty    bool                      // on-disk flag is "not closed"
 	hdrKeys  uint32                    // noKeys at the last header write
 
+	regKey string // key in openTables while open
+
 	rbuf []byte // bucket read buffer, reused under mu
 	wbuf []byte // bucket write buffer, reused under mu
 }
@@ -55,9 +57,13 @@ func Open(path string, opts Options) (*Table, error) {
 	for attempt := 0; ; attempt++ {
 		t, needRepair, err := openExisting(fsys, path, &opts)
 		if errors.Is(err, fs.ErrNotExist) && !opts.ReadOnly {
-			return create(fsys, path, &opts)
+			t, err = create(fsys, path, &opts)
 		}
 		if err != nil || needRepair == nil {
+			if t != nil {
+				t.regKey = canonicalPath(path)
+				registerOpen(t.regKey)
+			}
 			return t, err
 		}
 		if attempt > 0 {

@@ -138,3 +138,29 @@ func TestNilCallback(t *testing.T) {
 		t.Fatalf("touched the file system: %v", ents)
 	}
 }
+
+// TestAlreadyOpenRefusedReal opens a table directly with dets.Open and checks
+// that a session on the same file, through a symlink alias, is refused.
+func TestAlreadyOpenRefusedReal(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.dets")
+	tab, err := dets.Open(path, dets.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alias := filepath.Join(dir, "alias.dets")
+	if err := os.Symlink(path, alias); err != nil {
+		t.Fatal(err)
+	}
+	called := false
+	err = With(alias, Options{}, func(*dets.Table) error { called = true; return nil })
+	if !errors.Is(err, ErrAlreadyOpen) || called {
+		t.Fatalf("session on a directly opened table: err=%v called=%v, want ErrAlreadyOpen and no callback", err, called)
+	}
+	if err := tab.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := With(alias, Options{}, func(*dets.Table) error { called = true; return nil }); err != nil || !called {
+		t.Fatalf("after Close: err=%v called=%v", err, called)
+	}
+}

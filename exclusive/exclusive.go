@@ -53,12 +53,8 @@ type Options struct {
 }
 
 // openElsewhere reports whether the table at the resolved path is open in
-// this process outside a session.
-//
-// TODO(dets): wire to the engine's in-process open registry (for example
-// dets.IsOpen(path) bool) once it exists; until then this package cannot see
-// tables opened directly with dets.Open.
-var openElsewhere = func(resolved string) bool { return false }
+// this process outside a session. A variable so tests can stub it.
+var openElsewhere = dets.IsOpen
 
 // With runs fn inside an exclusive session on the table at path.
 //

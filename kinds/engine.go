@@ -31,15 +31,12 @@ func tableSize(t *dets.Table) (int, error) {
 	return info.Size, nil
 }
 
-// updateCounter bumps element 2 of the object under key. The engine reports
-// an absent key as a bad argument, like OTP's badarg; the handle reports it
-// as ErrNotFound, checked only on that error path.
+// updateCounter bumps element 2 of the object under key; an absent key is
+// ErrNotFound for the handles.
 func updateCounter(t *dets.Table, key etf.Term, incr int64) (etf.Term, error) {
 	n, err := t.UpdateCounter(key, 2, incr)
-	if err != nil && errors.Is(err, dets.ErrBadArgument) {
-		if ok, merr := t.Member(key); merr == nil && !ok {
-			return nil, ErrNotFound
-		}
+	if errors.Is(err, dets.ErrNoSuchKey) {
+		return nil, ErrNotFound
 	}
 	return n, err
 }
