@@ -4,7 +4,9 @@
 //	acquire lock → open table → callback → close table → release lock
 //
 // With (and Do, for a callback that returns a value) succeed only after the
-// table was closed and the lock released. Use sessions whenever separate
+// table was closed and the lock released. Locked takes the same lock without
+// opening the table, for work on the file itself (a backup copy, or
+// dets.Repair of a file whose header is destroyed). Use sessions whenever separate
 // processes share one DETS file: the file format has no locking of its own,
 // and two writers corrupt it.
 //

@@ -3,15 +3,17 @@
 //
 // Every subcommand works inside an exclusive session (package exclusive):
 // it takes the table's lock on the <file>.slate.lock sidecar, opens the
-// table, does its work, closes the table and releases the lock. A service
-// that uses exclusive sessions on the same file therefore waits for the
-// tool, or fails cleanly, instead of seeing a half-written file.
+// table, does its work, closes the table and releases the lock. repair
+// holds the same lock (exclusive.Locked) but does not open the table: the
+// backup copy and dets.Repair work on the file directly. A service that
+// uses exclusive sessions on the same file therefore waits for the tool,
+// or fails cleanly, instead of seeing a half-written file.
 //
 // Usage:
 //
 //	dets info   [--json] FILE
 //	dets check  FILE
-//	dets repair [--backup PATH] FILE
+//	dets repair [--backup PATH] [--kind set|bag|duplicate_bag --keypos N] FILE
 //	dets dump   [--format erlang|json] FILE
 //	dets load   [--kind set|bag|duplicate_bag] [--keypos N] [--format otp9|native] FILE [INPUT]
 //	dets digest FILE
@@ -26,6 +28,28 @@
 // properly); 3 corrupt (check found damage); 4 not a DETS file, or an
 // unsupported version; 5 lock busy or wait timed out. Errors are one line on
 // stderr.
+//
+// # Repair
+//
+// repair rebuilds the file from every object its scan can read (by
+// default always, with --repair auto only when the file was not closed
+// properly), writing the new file beside the old one and renaming it over
+// it. It prints the objects and keys of the new file, then how many whole
+// objects the scan found, how many damaged objects it dropped and from how
+// many buckets it kept only some objects. On a terminal a progress bar on
+// stderr follows the scan (bytes) and the rebuild (objects); otherwise
+// nothing goes to stderr unless the repair fails.
+//
+// The kind and key position come from the header. A file whose header is
+// destroyed is refused with exit 4 and left byte-identical, unless --kind
+// and --keypos say what the table was; then the scan rebuilds it. A file
+// in which the scan finds no object is still refused with exit 4. With a
+// sound header, --kind and --keypos must match it (exit 1 otherwise).
+//
+// --backup PATH copies the data file byte for byte to PATH, which must not
+// exist, after the lock is taken and before anything is written. When FILE
+// is a symbolic link the copy is of the file the link resolves to, which
+// is also the file that the repair replaces; the link itself is kept.
 //
 // # Dump formats
 //

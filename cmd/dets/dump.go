@@ -61,11 +61,9 @@ func (c *cmdCtx) dump(path string, asJSON bool) error {
 					return fmt.Errorf("object %d cannot be written as JSON: %v", n+1, err)
 				}
 			} else {
-				s, err := etf.FormatStrict(obj)
-				if err != nil {
+				if line, err = etf.AppendFormatStrict(line, obj); err != nil {
 					return fmt.Errorf("object %d cannot be written in Erlang syntax (file:consult/1 could not read it back; try --format json): %v", n+1, err)
 				}
-				line = append(line, s...)
 				line = append(line, '.')
 			}
 			line = append(line, '\n')

@@ -44,16 +44,11 @@ the objects inserted before it in the table.`,
 			set := map[string]bool{}
 			fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 			var o dets.Options
-			switch *kind {
-			case "set":
-				o.Kind = dets.Set
-			case "bag":
-				o.Kind = dets.Bag
-			case "duplicate_bag":
-				o.Kind = dets.DuplicateBag
-			default:
-				return usagef("--kind must be set, bag or duplicate_bag, not %q", *kind)
+			k, err := parseKind(*kind)
+			if err != nil {
+				return err
 			}
+			o.Kind = k
 			if *keypos < 1 {
 				return usagef("--keypos must be 1 or more, not %d", *keypos)
 			}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -219,13 +220,13 @@ func holdLock(t testing.TB, path string) (release func()) {
 		f.Close()
 		t.Fatalf("flock: %v", err)
 	}
-	done := false
+	// Once: TestLockBusy releases from a goroutine, then Cleanup runs.
+	var once sync.Once
 	release = func() {
-		if !done {
-			done = true
+		once.Do(func() {
 			syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 			f.Close()
-		}
+		})
 	}
 	t.Cleanup(release)
 	return release

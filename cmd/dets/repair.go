@@ -5,33 +5,53 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/godets/godets/dets"
+	"github.com/godets/godets/exclusive"
 )
 
 var repairCmd = &command{
 	name:    "repair",
 	summary: "rebuild a table from the objects it can read, optionally keeping a backup",
-	usage:   "dets repair [--backup PATH] [--repair auto|force] [--wait D] FILE",
+	usage:   "dets repair [--backup PATH] [--kind K --keypos N] [--repair auto|force] [--wait D] FILE",
 	help: `Rebuilds the table from every object the repair scan can read, under the
 table's lock, so a service that restarts meanwhile waits or fails cleanly
-instead of seeing a half-written file.
+instead of seeing a half-written file. The new file is written next to the
+old one and renamed over it, so a crash during the repair leaves the old
+file as it was.
 
 By default (--repair force) the file is always rebuilt, which also compacts
 a sound file and is what to do after 'dets check' exits 3. With --repair
 auto, only a file that was not closed properly is repaired; a sound file is
 left as it is.
 
+After the repair a summary goes to stdout: the objects and keys in the new
+file, how many whole objects the scan found, how many damaged objects it
+dropped, and from how many buckets only some objects could be kept. On a
+terminal, a progress bar on stderr follows the scan and the rebuild.
+
+The table's kind and key position come from the file's header. If the
+header itself is destroyed, the file is refused as not a DETS file (exit 4)
+and left untouched; give --kind and --keypos to say what the table was, and
+the scan rebuilds it from the objects it finds. A file in which the scan
+finds no object at all is still refused. With a sound header, --kind and
+--keypos must match it.
+
 --backup PATH first copies the file, byte for byte, to PATH (while holding
-the lock) and refuses to run if PATH already exists. A repair can lose
-objects from damaged buckets, so keep a backup of data you need.`,
+the lock) and refuses to run if PATH already exists. When FILE is a
+symbolic link, the backup is a copy of the data file it points to. A
+repair can lose objects from damaged buckets, so keep a backup of data you
+need.`,
 	example: `  dets repair --backup /tmp/cache.dets.bak /var/lib/app/cache.dets
-  dets repair --repair auto --wait 30s cache.dets`,
+  dets repair --repair auto --wait 30s cache.dets
+  dets repair --kind bag --keypos 2 --backup headless.bak headless.dets`,
 	setup: func(fs *flag.FlagSet, c *cmdCtx) func([]string) error {
 		backup := fs.String("backup", "", "copy the file to `PATH` before repairing; PATH must not exist")
+		kind := fs.String("kind", "", "table `kind` (set, bag or duplicate_bag) for a file whose header is destroyed; must match a sound header")
+		keypos := fs.Int("keypos", 0, "1-based key `position` for a file whose header is destroyed; must match a sound header")
 		return func(args []string) error {
 			if err := exactArgs("repair", args, 1, 1, "FILE"); err != nil {
 				return err
@@ -44,12 +64,41 @@ objects from damaged buckets, so keep a backup of data you need.`,
 				mode = c.repair
 			}
 			c.repair = mode
-			return c.repairFile(args[0], *backup)
+			var o dets.Options
+			if *kind != "" {
+				k, err := parseKind(*kind)
+				if err != nil {
+					return err
+				}
+				o.Kind = k
+			}
+			set := map[string]bool{}
+			fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+			if set["keypos"] && *keypos < 1 {
+				return usagef("--keypos must be 1 or more, not %d", *keypos)
+			}
+			o.KeyPos = *keypos
+			return c.repairFile(args[0], *backup, o)
 		}
 	},
 }
 
-func (c *cmdCtx) repairFile(path, backup string) error {
+func parseKind(s string) (dets.Kind, error) {
+	switch s {
+	case "set":
+		return dets.Set, nil
+	case "bag":
+		return dets.Bag, nil
+	case "duplicate_bag":
+		return dets.DuplicateBag, nil
+	}
+	return 0, usagef("--kind must be set, bag or duplicate_bag, not %q", s)
+}
+
+// repairFile repairs path under the table's lock without opening it as a
+// table first: dets.Repair reads the file itself, which is what makes a
+// file with a destroyed header repairable. shape carries --kind/--keypos.
+func (c *cmdCtx) repairFile(path, backup string, shape dets.Options) error {
 	if err := existing(path); err != nil {
 		return err
 	}
@@ -61,29 +110,115 @@ func (c *cmdCtx) repairFile(path, backup string) error {
 			return fmt.Errorf("backup %s is the table itself", backup)
 		}
 	}
-	before, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	var objects int64
-	err = c.repairSession(path, backup, func(t *dets.Table) error {
-		objects = objectCount(t)
+	var (
+		stats    dets.RepairStats
+		repaired bool
+		objects  int64 // of a sound file left alone
+	)
+	err := exclusive.Locked(path, exclusive.Options{Wait: c.waitOption()}, func(resolved string) error {
+		if backup != "" {
+			// The resolved path is the data file itself, never a link.
+			if err := copyBackup(resolved, backup); err != nil {
+				return &codedError{exitError, err}
+			}
+		}
+		var err error
+		repaired, objects, stats, err = c.repairLocked(resolved, shape)
+		if err != nil {
+			return engineError(err, resolved, path, shape)
+		}
 		return nil
 	})
 	if err != nil {
-		return err
+		return sessionError(path, c.wait, err)
 	}
-	// A repair writes a new file and renames it over the old one, so an
-	// unchanged file identity means nothing needed repair.
-	if after, err := os.Stat(path); err == nil && os.SameFile(before, after) {
+	if !repaired {
 		fmt.Fprintf(c.stdout, "%s: closed properly, nothing to repair: %d objects\n", path, objects)
 	} else {
-		fmt.Fprintf(c.stdout, "%s: repaired (%s): %d objects\n", path, repairName(c.repair), objects)
+		fmt.Fprintf(c.stdout, "%s: repaired (%s): %d objects, %d keys\n", path, repairName(c.repair), stats.Objects, stats.Keys)
+		fmt.Fprintf(c.stdout, "%s: scan found %d whole objects, dropped %d damaged objects, kept part of %d buckets\n",
+			path, stats.ObjectsFound, stats.ObjectsDropped, stats.BucketsPartial)
 	}
 	if backup != "" {
 		fmt.Fprintf(c.stdout, "%s: backup of the file before the repair\n", backup)
 	}
 	return nil
+}
+
+// repairLocked runs while the lock is held. With --repair auto it first
+// opens the file read-only to see whether it needs repair at all.
+func (c *cmdCtx) repairLocked(resolved string, shape dets.Options) (repaired bool, objects int64, st dets.RepairStats, err error) {
+	if c.repair == dets.AutoRepair {
+		t, err := dets.Open(resolved, dets.Options{ReadOnly: true, Kind: shape.Kind, KeyPos: shape.KeyPos})
+		switch {
+		case err == nil:
+			objects = objectCount(t)
+			return false, objects, st, t.Close()
+		case errors.Is(err, dets.ErrNeedsRepair):
+		case exitCode(err) == exitNotDETS && shape.Kind != 0 && shape.KeyPos != 0:
+			// A destroyed header, and the caller said what the table was.
+		default:
+			return false, 0, st, err
+		}
+	}
+	progress, done := c.repairProgress()
+	st, err = dets.Repair(resolved, shape, progress)
+	done()
+	if err != nil && (shape.Kind == 0 || shape.KeyPos == 0) {
+		// dets.Repair refuses a header it cannot trust before writing
+		// anything. Opening the file says why, in the terms of the exit
+		// codes: not a DETS file, or an unsupported version, is exit 4.
+		if t, perr := dets.Open(resolved, dets.Options{ReadOnly: true}); perr == nil {
+			t.Close()
+		} else if exitCode(perr) == exitNotDETS {
+			err = perr
+		}
+	}
+	return err == nil, 0, st, err
+}
+
+// repairProgress returns the engine's progress hook for a repair and a
+// function that clears the bar, or a nil hook when stderr is not a terminal.
+func (c *cmdCtx) repairProgress() (func(dets.RepairProgress), func()) {
+	if !c.stderrTTY {
+		return nil, func() {}
+	}
+	var (
+		bar   *progress
+		phase string
+		found int64
+	)
+	hook := func(p dets.RepairProgress) {
+		if p.Phase != phase {
+			bar.Done()
+			phase = p.Phase
+			if phase == "scan" {
+				bar = c.newProgress("repair: scanning bytes", p.BytesTotal)
+			} else {
+				bar = c.newProgress("repair: writing objects", found)
+			}
+		}
+		if phase == "scan" {
+			found = p.Objects
+			bar.SetTotal(p.BytesTotal)
+			bar.Set(p.BytesScanned)
+			return
+		}
+		bar.Set(p.Objects)
+	}
+	return hook, func() { bar.Done() }
+}
+
+// engineError words an engine error for the operator: the typed path in
+// place of the resolved one, and a hint for a file refused as not DETS.
+func engineError(err error, resolved, path string, shape dets.Options) error {
+	msg := trimPkg(err.Error())
+	msg = strings.TrimSuffix(msg, ": "+resolved)
+	msg = strings.ReplaceAll(msg, resolved, path)
+	if exitCode(err) == exitNotDETS && (shape.Kind == 0 || shape.KeyPos == 0) {
+		msg += " (if its header was destroyed, give --kind and --keypos to rebuild it from the objects)"
+	}
+	return &msgError{msg: msg, err: err}
 }
 
 func sameFile(a, b string) (bool, error) {
@@ -132,48 +267,4 @@ func copyBackup(src, dst string) (err error) {
 		d.Close()
 	}
 	return nil
-}
-
-// repairSession opens path with c.repair inside an exclusive session. The
-// backup copy (if asked for) is taken inside the session too: the engine
-// opens the data file through backupFS, which copies the file first, while
-// the lock is already held and before the repair touches anything.
-func (c *cmdCtx) repairSession(path, backup string, fn func(*dets.Table) error) error {
-	// TODO(dets): draw a progress bar (c.newProgress) from the engine's
-	// repair progress hook once dets.Options carries one.
-	bfs := &backupFS{FS: dets.OSFS{}, backup: backup}
-	err := c.session(path, true, dets.Options{FS: bfs}, fn)
-	var be *backupError
-	if errors.As(err, &be) {
-		return be.err
-	}
-	return err
-}
-
-// backupError marks a failed backup, so it is reported as itself rather
-// than as a failure to open the table.
-type backupError struct{ err error }
-
-func (e *backupError) Error() string { return e.err.Error() }
-func (e *backupError) Unwrap() error { return e.err }
-
-// backupFS is the engine's file system for a repair: the first file the
-// engine opens is the table itself, and it is copied to backup before the
-// engine sees it. Files pass through unwrapped, so the engine can still
-// memory-map them.
-type backupFS struct {
-	dets.FS
-	backup string
-	opened bool
-}
-
-func (b *backupFS) OpenFile(name string, flag int, perm fs.FileMode) (dets.File, error) {
-	first := !b.opened
-	b.opened = true
-	if first && b.backup != "" {
-		if err := copyBackup(name, b.backup); err != nil {
-			return nil, &backupError{err}
-		}
-	}
-	return b.FS.OpenFile(name, flag, perm)
 }
