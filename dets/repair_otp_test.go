@@ -1,6 +1,8 @@
 package dets
 
 import (
+	"bytes"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -56,6 +58,15 @@ Objs = fun(F, Opts) ->
 end,
 Pair = fun P([A, B | Rest]) -> [Objs(A, []), Objs(B, [{repair, false}]) | P(Rest)]; P([]) -> [] end,
 Pair(Files)
+`
+
+// otpOpenResult runs in erl: it opens each file with the default repair
+// and returns the result of dets:open_file/2.
+const otpOpenResult = `
+[term_to_binary(case dets:open_file(make_ref(), [{file, binary_to_list(F)}]) of
+    {ok, T} -> dets:close(T), {ok, opened};
+    E -> E
+end) || F <- In]
 `
 
 // TestRepairAgainstOTPKill makes dirty files with real OTP killed by
@@ -116,7 +127,7 @@ func TestRepairAgainstOTPKill(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			var in [][]byte
+			var in, refused [][]byte
 			var used []point
 			dirty := 0
 			for i, p := range ps {
@@ -136,6 +147,15 @@ func TestRepairAgainstOTPKill(t *testing.T) {
 				rpWriteFile(t, a, img)
 				rpWriteFile(t, b, img)
 				tab, err := Open(b, Options{Repair: AutoRepair})
+				if errors.Is(err, ErrNotDETS) || errors.Is(err, ErrUnsupportedVersion) {
+					// Killed before the header was complete: godets must
+					// leave the file alone, and OTP must refuse it too.
+					if got, _ := os.ReadFile(b); !bytes.Equal(got, img) {
+						t.Fatalf("kill point %d: a refused file changed", i)
+					}
+					refused = append(refused, []byte(a))
+					continue
+				}
 				if err != nil {
 					t.Fatalf("kill point %d (seed %d, %v): godets repair: %v", i, p.seed, p.delay, err)
 				}
@@ -146,6 +166,18 @@ func TestRepairAgainstOTPKill(t *testing.T) {
 				rpNoTemps(t, p.dir)
 				in = append(in, []byte(a), []byte(b))
 				used = append(used, p)
+			}
+			if len(refused) > 0 {
+				res := r0.Eval(t, otpOpenResult, refused...)
+				for i, b := range res {
+					term, err := etf.Decode(b)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if tu, ok := term.(etf.Tuple); !ok || len(tu) != 2 || tu[0] != etf.Atom("error") {
+						t.Fatalf("godets refused %s, but OTP opened it: %v", refused[i], term)
+					}
+				}
 			}
 			if len(used) < points*2/3 {
 				t.Fatalf("only %d of %d kill points produced a file", len(used), points)
