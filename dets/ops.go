@@ -520,7 +520,7 @@ func (t *Table) Close() error {
 		return nil
 	}
 	t.closed = true
-	unregisterOpen(t.regKey)
+	t.unregister()
 	err := t.err
 	if err == nil && t.dirty && !t.readOnly {
 		err = t.save()

@@ -1,53 +1,69 @@
 package dets
 
 import (
-	"path/filepath"
+	"io/fs"
+	"os"
 	"sync"
 )
 
-// openTables counts the open Tables of this process by canonical path, so
+// openTables counts the open Tables of this process by file identity, so
 // that package exclusive can refuse a file already open outside a session.
+// Identity (device and inode) makes aliases of one file match without
+// resolving paths, which keeps the session cycle cheap.
 var openTables struct {
 	sync.Mutex
-	n map[string]int
+	n map[fileID]int
 }
 
-// canonicalPath resolves symlinks (when the file exists) and makes path
-// absolute; on failure it falls back to the cleaned absolute path.
-func canonicalPath(path string) string {
-	if r, err := filepath.EvalSymlinks(path); err == nil {
-		path = r
+// register records t as open when its file is an OS file.
+func (t *Table) register() {
+	st, ok := t.f.(interface{ Stat() (fs.FileInfo, error) })
+	if !ok {
+		return
 	}
-	if a, err := filepath.Abs(path); err == nil {
-		return a
+	fi, err := st.Stat()
+	if err != nil {
+		return
 	}
-	return filepath.Clean(path)
-}
-
-func registerOpen(key string) {
+	id, ok := idOf(fi)
+	if !ok {
+		return
+	}
 	openTables.Lock()
 	defer openTables.Unlock()
 	if openTables.n == nil {
-		openTables.n = make(map[string]int)
+		openTables.n = make(map[fileID]int)
 	}
-	openTables.n[key]++
+	openTables.n[id]++
+	t.regID, t.registered = id, true
 }
 
-func unregisterOpen(key string) {
-	openTables.Lock()
-	defer openTables.Unlock()
-	if openTables.n[key] <= 1 {
-		delete(openTables.n, key)
+func (t *Table) unregister() {
+	if !t.registered {
 		return
 	}
-	openTables.n[key]--
-}
-
-// IsOpen reports whether a Table for path (after resolving symlinks and
-// making it absolute) is open in this process.
-func IsOpen(path string) bool {
-	key := canonicalPath(path)
+	t.registered = false
 	openTables.Lock()
 	defer openTables.Unlock()
-	return openTables.n[key] > 0
+	if openTables.n[t.regID] <= 1 {
+		delete(openTables.n, t.regID)
+		return
+	}
+	openTables.n[t.regID]--
+}
+
+// IsOpen reports whether a Table for the file at path (any alias of it) is
+// open in this process.
+func IsOpen(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	id, ok := idOf(fi)
+	if !ok {
+		return false
+	}
+	openTables.Lock()
+	defer openTables.Unlock()
+	return openTables.n[id] > 0
 }

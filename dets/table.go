@@ -34,7 +34,8 @@ type Table struct {
 	dirty    bool                      // on-disk flag is "not closed"
 	hdrKeys  uint32                    // noKeys at the last header write
 
-	regKey string // key in openTables while open
+	regID      fileID // identity in openTables while registered
+	registered bool
 
 	rbuf []byte // bucket read buffer, reused under mu
 	wbuf []byte // bucket write buffer, reused under mu
@@ -61,8 +62,7 @@ func Open(path string, opts Options) (*Table, error) {
 		}
 		if err != nil || needRepair == nil {
 			if t != nil {
-				t.regKey = canonicalPath(path)
-				registerOpen(t.regKey)
+				t.register()
 			}
 			return t, err
 		}
