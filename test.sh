@@ -28,7 +28,7 @@ go test -count=1 -timeout 20m ./...
 
 echo "== go test -race (concurrent packages)"
 race_pkgs=()
-for p in ./dets ./exclusive ./internal/lockfile; do
+for p in ./dets ./exclusive ./internal/lockfile ./kinds; do
 	[ -d "$p" ] && race_pkgs+=("$p")
 done
 if [ ${#race_pkgs[@]} -gt 0 ]; then
