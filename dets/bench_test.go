@@ -140,3 +140,37 @@ func BenchmarkOpen(b *testing.B) {
 		})
 	}
 }
+
+// TestHotPathAllocs bounds the allocations of Lookup and of an Insert that
+// replaces an object, so that a regression fails (no timing involved).
+func TestHotPathAllocs(t *testing.T) {
+	path := tmpFile(t, "allocs.dets")
+	tab := openT(t, path, Options{})
+	for i := range 1000 {
+		must(t, tab.Insert(benchObj(i)))
+	}
+	var key etf.Term = benchKey(500) // boxed once, as a caller would
+	obj := benchObj(500)
+	// The result: a tuple, its boxing, two binaries and their boxing, and
+	// the result slice, less one: the binaries share an allocation.
+	if n := testing.AllocsPerRun(200, func() {
+		if objs, err := tab.Lookup(key); err != nil || len(objs) != 1 {
+			t.Fatal(objs, err)
+		}
+	}); n > 6 {
+		t.Errorf("Lookup: %v allocations, want <= 6", n)
+	}
+	if n := testing.AllocsPerRun(200, func() {
+		if ok, err := tab.Member(key); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+	}); n > 0 {
+		t.Errorf("Member: %v allocations, want 0", n)
+	}
+	// Encoding, the prepared slice, the bucket's groups and objects.
+	if n := testing.AllocsPerRun(200, func() {
+		must(t, tab.Insert(obj))
+	}); n > 8 {
+		t.Errorf("Insert (replace): %v allocations, want <= 8", n)
+	}
+}

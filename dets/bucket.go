@@ -16,16 +16,104 @@ import (
 // Keys are sorted ascending by etf.CompareExact (dets_utils:cmp order); the
 // objects of one key are in insertion order, oldest first.
 
-// object is one stored object with its encoding.
+// object is one stored object with its encoding. Objects read on the hot
+// paths (lookup, insert, repair) are not decoded: term stays nil until a
+// caller needs it, and keys are compared through their encodings.
 type object struct {
 	term etf.Term
 	enc  []byte // term_to_binary bytes, without the ObjSz prefix
+	kenc []byte // the key element's bytes inside enc, or nil (compressed)
+}
+
+// decoded returns o's term, decoding it on first use.
+func (o *object) decoded() (etf.Term, error) {
+	if o.term == nil {
+		t, err := decodeTerm(o.enc)
+		if err != nil {
+			return nil, err
+		}
+		o.term = t
+	}
+	return o.term, nil
 }
 
 // group is the objects of one key (exactly one for a set).
 type group struct {
-	key  etf.Term
+	key  etf.Term // nil until decoded (see keyTerm)
+	kenc []byte   // the key's encoding, or nil
 	objs []object
+}
+
+// keySpan returns the bytes of element keyPos in the tuple enc encodes, or
+// nil when enc is not a plain tuple encoding with that many elements.
+func keySpan(enc []byte, keyPos int) []byte {
+	s, e, ok := etf.TupleElement(enc, keyPos)
+	if !ok {
+		return nil
+	}
+	return enc[s:e:e]
+}
+
+// keyTerm returns g's key, decoding it on first use. The encodings were
+// validated when the bucket was parsed, so decoding fails only on a broken
+// invariant.
+func (g *group) keyTerm(keyPos int) (etf.Term, error) {
+	if g.key != nil {
+		return g.key, nil
+	}
+	var k etf.Term
+	var err error
+	if g.kenc != nil {
+		k, err = etf.DecodeBody(g.kenc)
+	} else {
+		var t etf.Term
+		if t, err = g.objs[0].decoded(); err == nil {
+			var ok bool
+			if k, ok = keyOf(t, keyPos); !ok {
+				err = fmt.Errorf("dets: object is not a tuple with at least %d elements", keyPos)
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	g.key = k
+	return k, nil
+}
+
+// keyArg is a key to compare with stored keys: its encoding (body, without
+// the version byte) when known, and its term when known. At least one is
+// set.
+type keyArg struct {
+	enc  []byte
+	term etf.Term
+}
+
+func (k *keyArg) decoded() etf.Term {
+	if k.term == nil {
+		k.term, _ = etf.DecodeBody(k.enc)
+	}
+	return k.term
+}
+
+// cmpGroupKey compares g's key with k in CompareExact order, through the
+// encodings when it can; keyPos finds the key in a compressed object.
+func cmpGroupKey(g *group, k *keyArg, keyPos int) int {
+	if g.kenc != nil && k.enc != nil {
+		if bytes.Equal(g.kenc, k.enc) {
+			return 0
+		}
+		if c, ok := etf.CompareBodies(g.kenc, k.enc); ok {
+			return c
+		}
+	}
+	gk, err := g.keyTerm(keyPos)
+	kt := k.decoded()
+	if err != nil || kt == nil {
+		// Unreachable for validated buckets; stay deterministic.
+		return bytes.Compare(g.kenc, k.enc)
+	}
+	return etf.CompareExact(gk, kt)
 }
 
 // keyOf returns element keyPos of obj, or false when obj is not a tuple
@@ -78,21 +166,67 @@ func decodeObject(enc []byte, keyPos int, off int) (etf.Term, etf.Term, *bucketE
 	return t, k, nil
 }
 
-// parseGroups decodes a whole bucket body (the bytes after the 8-byte
-// header) into key groups. Encodings alias body.
-func parseGroups(kind Kind, keyPos int, body []byte) ([]group, *bucketError) {
-	var gs []group
+// rawObject checks one stored object without decoding it (it must decode,
+// as a whole, and be a tuple with at least keyPos elements) and returns it
+// with its key's encoding. Objects whose key cannot be sliced out of the
+// encoding (compressed ones) are decoded instead.
+func rawObject(enc []byte, keyPos int, off int) (object, *bucketError) {
+	if err := etf.Validate(enc); err != nil {
+		return object{}, &bucketError{off, "undecodable object: " + err.Error()}
+	}
+	o := object{enc: enc, kenc: keySpan(enc, keyPos)}
+	if o.kenc == nil {
+		t, _, e := decodeObject(enc, keyPos, off)
+		if e != nil {
+			return object{}, e
+		}
+		o.term = t
+	}
+	return o, nil
+}
+
+// countRecords counts the <<Sz:32, ...>> records that tile b (stopping at
+// the first that does not fit; the parsers report that).
+func countRecords(b []byte) int {
+	n := 0
+	for off := 0; len(b)-off >= 4; n++ {
+		sz := int(be.Uint32(b[off:]))
+		if sz < 4 || sz > len(b)-off {
+			break
+		}
+		off += sz
+	}
+	return n
+}
+
+// parseRaw parses a whole bucket body (the bytes after the 8-byte header)
+// into key groups without decoding: every object is validated, and keys
+// are kept as encodings. Encodings alias body.
+func parseRaw(kind Kind, keyPos int, body []byte) ([]group, *bucketError) {
 	if kind == Set {
+		n := countRecords(body)
+		gs := make([]group, 0, n)
+		objs := make([]object, n)
 		e := parseObjects(body, bucketHeaderSize, func(enc []byte, off int) *bucketError {
-			t, k, e := decodeObject(enc, keyPos, off)
+			o, e := rawObject(enc, keyPos, off)
 			if e != nil {
 				return e
 			}
-			gs = append(gs, group{key: k, objs: []object{{t, enc}}})
+			i := len(gs)
+			if i == len(objs) {
+				objs = append(objs, object{})
+			}
+			objs[i] = o
+			g := group{kenc: o.kenc, objs: objs[i : i+1 : i+1]}
+			if o.kenc == nil {
+				g.key, _ = keyOf(o.term, keyPos)
+			}
+			gs = append(gs, g)
 			return nil
 		})
 		return gs, e
 	}
+	var gs []group
 	off := 0
 	for off < len(body) {
 		if len(body)-off < 4 {
@@ -103,17 +237,22 @@ func parseGroups(kind Kind, keyPos int, body []byte) ([]group, *bucketError) {
 			return nil, &bucketError{bucketHeaderSize + off, fmt.Sprintf("key group size %d out of range", sz)}
 		}
 		var g group
+		first := true
 		e := parseObjects(body[off+4:off+sz], bucketHeaderSize+off+4, func(enc []byte, o int) *bucketError {
-			t, k, e := decodeObject(enc, keyPos, o)
+			ob, e := rawObject(enc, keyPos, o)
 			if e != nil {
 				return e
 			}
-			if g.key == nil {
-				g.key = k
-			} else if !etf.Equal(g.key, k) {
+			if first {
+				first = false
+				g.kenc = ob.kenc
+				if ob.kenc == nil {
+					g.key, _ = keyOf(ob.term, keyPos)
+				}
+			} else if cmpGroupKey(&g, &keyArg{enc: ob.kenc, term: termKey(ob, keyPos)}, keyPos) != 0 {
 				return &bucketError{o, "object key differs from its key group"}
 			}
-			g.objs = append(g.objs, object{t, enc})
+			g.objs = append(g.objs, ob)
 			return nil
 		})
 		if e != nil {
@@ -125,26 +264,76 @@ func parseGroups(kind Kind, keyPos int, body []byte) ([]group, *bucketError) {
 	return gs, nil
 }
 
-// lookupInBody returns the objects stored under key (decoded), decoding as
-// little as it can: for bags it decodes only the first object of each other
-// key group. With wantObjs false it only reports presence.
-func lookupInBody(kind Kind, keyPos int, body []byte, key etf.Term, wantObjs bool) ([]etf.Term, bool, *bucketError) {
+// termKey returns the key of o's decoded term, or nil when o is not decoded.
+func termKey(o object, keyPos int) etf.Term {
+	if o.term == nil {
+		return nil
+	}
+	k, _ := keyOf(o.term, keyPos)
+	return k
+}
+
+// parseGroups parses a whole bucket body into key groups with every key
+// decoded, and for bags every object too (Table.Check compares them); a
+// set's objects are decoded on demand (object.decoded). Encodings alias
+// body.
+func parseGroups(kind Kind, keyPos int, body []byte) ([]group, *bucketError) {
+	gs, e := parseRaw(kind, keyPos, body)
+	if e != nil {
+		return nil, e
+	}
+	for i := range gs {
+		g := &gs[i]
+		for j := range g.objs {
+			if kind == Set {
+				break
+			}
+			if _, err := g.objs[j].decoded(); err != nil {
+				return nil, &bucketError{0, "undecodable object: " + err.Error()}
+			}
+		}
+		if _, err := g.keyTerm(keyPos); err != nil {
+			return nil, &bucketError{0, err.Error()}
+		}
+	}
+	return gs, nil
+}
+
+// lookupInBody returns the objects stored under key (decoded), decoding
+// only those: other objects are validated and their keys compared through
+// the encodings. With wantObjs false it only reports presence.
+func lookupInBody(kind Kind, keyPos int, body []byte, key *keyArg, wantObjs bool) ([]etf.Term, bool, *bucketError) {
 	var out []etf.Term
 	found := false
+	// match reports whether the object enc holds key.
+	match := func(enc []byte, off int) (bool, *bucketError) {
+		o, e := rawObject(enc, keyPos, off)
+		if e != nil {
+			return false, e
+		}
+		// A compressed object comes decoded, so g never needs its objects.
+		g := group{kenc: o.kenc}
+		if o.kenc == nil {
+			g.key, _ = keyOf(o.term, keyPos)
+		}
+		return cmpGroupKey(&g, key, keyPos) == 0, nil
+	}
 	if kind == Set {
 		e := parseObjects(body, bucketHeaderSize, func(enc []byte, off int) *bucketError {
 			if found {
 				return nil
 			}
-			t, k, e := decodeObject(enc, keyPos, off)
-			if e != nil {
+			ok, e := match(enc, off)
+			if e != nil || !ok {
 				return e
 			}
-			if etf.Equal(k, key) {
-				found = true
-				if wantObjs {
-					out = append(out, t)
+			found = true
+			if wantObjs {
+				t, _, e := decodeObject(enc, keyPos, off)
+				if e != nil {
+					return e
 				}
+				out = append(out, t)
 			}
 			return nil
 		})
@@ -163,27 +352,24 @@ func lookupInBody(kind Kind, keyPos int, body []byte, key etf.Term, wantObjs boo
 		e := parseObjects(body[off+4:off+sz], bucketHeaderSize+off+4, func(enc []byte, o int) *bucketError {
 			if first {
 				first = false
-				t, k, e := decodeObject(enc, keyPos, o)
+				ok, e := match(enc, o)
 				if e != nil {
 					return e
 				}
-				if !etf.Equal(k, key) {
+				if !ok {
 					return errSkipGroup
 				}
 				found = true
-				if wantObjs {
-					out = append(out, t)
-				}
-				return nil
-			}
-			if !wantObjs {
+			} else if !wantObjs {
 				return errSkipGroup
 			}
-			t, _, e := decodeObject(enc, keyPos, o)
-			if e != nil {
-				return e
+			if wantObjs {
+				t, _, e := decodeObject(enc, keyPos, o)
+				if e != nil {
+					return e
+				}
+				out = append(out, t)
 			}
-			out = append(out, t)
 			return nil
 		})
 		if e != nil && e != errSkipGroup {
@@ -231,36 +417,78 @@ func appendBucket(dst []byte, kind Kind, gs []group) []byte {
 	return dst
 }
 
-// findGroup returns the index of key's group in gs (sorted by CompareExact)
+// findGroup returns the index of k's group in gs (sorted by CompareExact)
 // or the index where it would be inserted.
-func findGroup(gs []group, key etf.Term) (int, bool) {
-	return slices.BinarySearchFunc(gs, key, func(g group, k etf.Term) int { return etf.CompareExact(g.key, k) })
+func findGroup(gs []group, k *keyArg, keyPos int) (int, bool) {
+	lo, hi := 0, len(gs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if cmpGroupKey(&gs[m], k, keyPos) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(gs) && cmpGroupKey(&gs[lo], k, keyPos) == 0
 }
 
 // sameObject reports whether two stored objects are the same term (=:=).
-func sameObject(a, b object) bool {
+func sameObject(a, b *object) bool {
 	if bytes.Equal(a.enc, b.enc) {
 		return true
 	}
-	return etf.Equal(a.term, b.term)
+	if len(a.enc) > 1 && len(b.enc) > 1 {
+		if c, ok := etf.CompareBodies(a.enc[1:], b.enc[1:]); ok {
+			return c == 0
+		}
+	}
+	x, err1 := a.decoded()
+	y, err2 := b.decoded()
+	return err1 == nil && err2 == nil && etf.Equal(x, y)
 }
 
-// applyInsert adds o (with key k) to gs following kind's rules and returns
-// the new groups with the change in keys and objects.
+// applyInsert adds o (with key k, which may be nil when o.kenc is set) to
+// gs following kind's rules and returns the new groups with the change in
+// keys and objects.
 func applyInsert(kind Kind, gs []group, k etf.Term, o object) ([]group, int, int) {
-	i, ok := findGroup(gs, k)
+	return applyInsertAt(kind, gs, k, o, 0)
+}
+
+// applyInsertAt is applyInsert; keyPos locates keys inside compressed
+// stored objects (0 when the caller's objects are never compressed).
+func applyInsertAt(kind Kind, gs []group, k etf.Term, o object, keyPos int) ([]group, int, int) {
+	return applyInsertSlab(kind, gs, k, o, keyPos, nil)
+}
+
+// applyInsertSlab is applyInsertAt; a new key's first object goes into
+// *slab when slab is not nil, instead of a slice of its own.
+func applyInsertSlab(kind Kind, gs []group, k etf.Term, o object, keyPos int, slab *[]object) ([]group, int, int) {
+	ka := keyArg{enc: o.kenc, term: k}
+	i, ok := findGroup(gs, &ka, keyPos)
 	if !ok {
-		gs = slices.Insert(gs, i, group{key: k, objs: []object{o}})
+		var objs []object
+		if slab != nil {
+			n := len(*slab)
+			*slab = append(*slab, o)
+			objs = (*slab)[n : n+1 : n+1]
+		} else {
+			objs = []object{o}
+		}
+		gs = slices.Insert(gs, i, group{key: k, kenc: o.kenc, objs: objs})
 		return gs, 1, 1
 	}
 	g := &gs[i]
 	switch kind {
 	case Set:
-		g.objs = []object{o}
+		if len(g.objs) == 1 {
+			g.objs[0] = o
+		} else {
+			g.objs = []object{o}
+		}
 		return gs, 0, 0
 	case Bag:
 		for j := range g.objs {
-			if sameObject(g.objs[j], o) {
+			if sameObject(&g.objs[j], &o) {
 				// An identical object moves to the end.
 				g.objs = append(slices.Delete(g.objs, j, j+1), o)
 				return gs, 0, 0

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"io/fs"
 	"maps"
 	"math/rand/v2"
@@ -13,10 +12,10 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/crashfs"
 )
 
 // The damage matrix C5-C10 of reliability.md §9.2, on small fixtures of each
@@ -39,142 +38,25 @@ func rpFixtureObj(t testing.TB, k, v, pad int) etf.Term {
 	return append(base, etf.Int(int64(crc32.ChecksumIEEE([]byte(rpEnc(t, base))))))
 }
 
-// rpMemFS is an in-memory FS: the damage matrix runs tens of thousands of
-// opens and repairs, and file-system syscalls would dominate its run time.
-type rpMemFS struct {
-	mu    sync.Mutex
-	files map[string]*rpMemData
-}
+// rpMemFS adapts crashfs.FS (in memory: the damage matrix runs tens of
+// thousands of opens and repairs, and file-system syscalls would dominate
+// its run time) to the FS interface; Go needs the OpenFile result type to
+// match exactly.
+type rpMemFS struct{ *crashfs.FS }
 
-type rpMemData struct{ b []byte }
-
-type rpMemFile struct {
-	fs   *rpMemFS
-	d    *rpMemData
-	ro   bool
-	gone bool
-}
-
-func newRPMemFS() *rpMemFS { return &rpMemFS{files: map[string]*rpMemData{}} }
-
-func (m *rpMemFS) put(name string, b []byte) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.files[name] = &rpMemData{b: slices.Clone(b)}
-}
-
-func (m *rpMemFS) get(name string) []byte {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if d := m.files[name]; d != nil {
-		return slices.Clone(d.b)
-	}
-	return nil
-}
+func newRPMemFS() *rpMemFS { return &rpMemFS{crashfs.New()} }
 
 func (m *rpMemFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	d := m.files[name]
-	if d == nil {
-		if flag&os.O_CREATE == 0 {
-			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
-		}
-		d = &rpMemData{}
-		m.files[name] = d
-	} else if flag&os.O_EXCL != 0 {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrExist}
+	f, err := m.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
 	}
-	if flag&os.O_TRUNC != 0 {
-		d.b = nil
-	}
-	return &rpMemFile{fs: m, d: d, ro: flag&(os.O_RDWR|os.O_WRONLY) == 0}, nil
+	return f, nil
 }
 
-func (m *rpMemFS) Remove(name string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.files[name] == nil {
-		return &fs.PathError{Op: "remove", Path: name, Err: fs.ErrNotExist}
-	}
-	delete(m.files, name)
-	return nil
-}
-
-func (m *rpMemFS) Rename(oldpath, newpath string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	d := m.files[oldpath]
-	if d == nil {
-		return &fs.PathError{Op: "rename", Path: oldpath, Err: fs.ErrNotExist}
-	}
-	delete(m.files, oldpath)
-	m.files[newpath] = d
-	return nil
-}
-
-func (m *rpMemFS) SyncDir(string) error { return nil }
-
-func (m *rpMemFS) Stat(name string) (fs.FileInfo, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.files[name] == nil {
-		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
-	}
-	return nil, errors.New("rpMemFS: Stat is not implemented")
-}
-
-func (m *rpMemFS) names() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Sorted(maps.Keys(m.files))
-}
-
-func (f *rpMemFile) ReadAt(b []byte, off int64) (int, error) {
-	f.fs.mu.Lock()
-	defer f.fs.mu.Unlock()
-	if off >= int64(len(f.d.b)) {
-		return 0, io.EOF
-	}
-	n := copy(b, f.d.b[off:])
-	if n < len(b) {
-		return n, io.EOF
-	}
-	return n, nil
-}
-
-func (f *rpMemFile) WriteAt(b []byte, off int64) (int, error) {
-	f.fs.mu.Lock()
-	defer f.fs.mu.Unlock()
-	if f.ro {
-		return 0, &fs.PathError{Op: "write", Err: fs.ErrPermission}
-	}
-	if end := off + int64(len(b)); end > int64(len(f.d.b)) {
-		f.d.b = append(f.d.b, make([]byte, end-int64(len(f.d.b)))...)
-	}
-	return copy(f.d.b[off:], b), nil
-}
-
-func (f *rpMemFile) Sync() error { return nil }
-
-func (f *rpMemFile) Truncate(size int64) error {
-	f.fs.mu.Lock()
-	defer f.fs.mu.Unlock()
-	if size <= int64(len(f.d.b)) {
-		f.d.b = f.d.b[:size]
-	} else {
-		f.d.b = append(f.d.b, make([]byte, size-int64(len(f.d.b)))...)
-	}
-	return nil
-}
-
-func (f *rpMemFile) Size() (int64, error) {
-	f.fs.mu.Lock()
-	defer f.fs.mu.Unlock()
-	return int64(len(f.d.b)), nil
-}
-
-func (f *rpMemFile) Close() error { return nil }
+func (m *rpMemFS) put(name string, b []byte) { m.FS.Put(name, b) }
+func (m *rpMemFS) get(name string) []byte    { return m.FS.Get(name) }
+func (m *rpMemFS) names() []string           { return m.FS.Names() }
 
 // rpSelfCheck reports whether an object read back is internally consistent.
 func rpSelfCheck(t testing.TB, o etf.Term) bool {

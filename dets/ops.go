@@ -6,6 +6,7 @@ import (
 	"iter"
 	"math/big"
 	"slices"
+	"sync"
 
 	"github.com/godets/godets/etf"
 )
@@ -56,7 +57,7 @@ func (t *Table) prepare(objs []etf.Term) ([]prepared, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: object %d: %w", ErrBadObject, i, err)
 		}
-		ps[i] = prepared{key: k, obj: object{o, enc}, hash: keyHash(k)}
+		ps[i] = prepared{key: k, obj: object{term: o, enc: enc, kenc: keySpan(enc, t.keyPos)}, hash: keyHash(k)}
 	}
 	return ps, nil
 }
@@ -101,27 +102,34 @@ func (t *Table) insertPrepared(ps []prepared) error {
 
 // insertBatch applies ps slot by slot, writing each touched bucket once.
 func (t *Table) insertBatch(ps []prepared) error {
-	idx := make([]int, len(ps))
-	slots := make([]uint32, len(ps))
-	for i := range ps {
-		idx[i] = i
-		slots[i] = t.slotFor(ps[i].hash)
+	var idx []int
+	var slots []uint32
+	if len(ps) == 1 {
+		// The common single insert needs no sorting.
+		idx, slots = []int{0}, []uint32{t.slotFor(ps[0].hash)}
+	} else {
+		idx = make([]int, len(ps))
+		slots = make([]uint32, len(ps))
+		for i := range ps {
+			idx[i] = i
+			slots[i] = t.slotFor(ps[i].hash)
+		}
+		slices.SortStableFunc(idx, func(a, b int) int { return cmpInt64(int64(slots[a]), int64(slots[b])) })
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmpInt64(int64(slots[a]), int64(slots[b])) })
 	for start := 0; start < len(idx); {
 		slot := slots[idx[start]]
 		end := start
 		for end < len(idx) && slots[idx[end]] == slot {
 			end++
 		}
-		gs, e, err := t.readGroups(slot)
+		gs, e, err := t.readRaw(slot)
 		if err != nil {
 			return err
 		}
 		var keys, objs int
 		for _, i := range idx[start:end] {
 			var dk, do int
-			gs, dk, do = applyInsert(t.kind, gs, ps[i].key, ps[i].obj)
+			gs, dk, do = applyInsertAt(t.kind, gs, ps[i].key, ps[i].obj, t.keyPos)
 			keys += dk
 			objs += do
 		}
@@ -174,6 +182,9 @@ func (t *Table) InsertNew(objs ...etf.Term) (bool, error) {
 	return true, t.fail(t.insertPrepared(ps))
 }
 
+// keyBufs holds scratch buffers for key encodings.
+var keyBufs = sync.Pool{New: func() any { return new([]byte) }}
+
 // lookup finds key's objects (decoded when wantObjs).
 func (t *Table) lookup(key etf.Term, hv uint32, wantObjs bool) ([]etf.Term, bool, error) {
 	slot := t.slotFor(hv)
@@ -185,7 +196,14 @@ func (t *Table) lookup(key etf.Term, hv uint32, wantObjs bool) ([]etf.Term, bool
 	if err != nil {
 		return nil, false, err
 	}
-	objs, found, be := lookupInBody(t.kind, t.keyPos, body, key, wantObjs)
+	buf := keyBufs.Get().(*[]byte)
+	defer keyBufs.Put(buf)
+	ka := keyArg{term: key}
+	if enc, err := etf.AppendEncode((*buf)[:0], key); err == nil {
+		*buf = enc
+		ka.enc = enc[1:]
+	}
+	objs, found, be := lookupInBody(t.kind, t.keyPos, body, &ka, wantObjs)
 	if be != nil {
 		return nil, false, corrupt(t.path, "object", int64(e.ptr)+int64(be.off), "slot %d: %s", slot, be.reason)
 	}
@@ -226,11 +244,18 @@ func (t *Table) modifyKey(key etf.Term, fn func(gs []group, i int, found bool) (
 	if err != nil || e.size == 0 {
 		return err
 	}
-	gs, e, err := t.readGroups(slot)
+	gs, e, err := t.readRaw(slot)
 	if err != nil {
 		return err
 	}
-	i, found := findGroup(gs, key)
+	buf := keyBufs.Get().(*[]byte)
+	defer keyBufs.Put(buf)
+	ka := keyArg{term: key}
+	if enc, err := etf.AppendEncode((*buf)[:0], key); err == nil {
+		*buf = enc
+		ka.enc = enc[1:]
+	}
+	i, found := findGroup(gs, &ka, t.keyPos)
 	gs, d, err := fn(gs, i, found)
 	if err != nil || !d.changed {
 		return err
@@ -282,9 +307,13 @@ func (t *Table) DeleteObject(obj etf.Term) error {
 		}
 		g := &gs[i]
 		kept := g.objs[:0:0]
-		for _, o := range g.objs {
-			if !etf.Equal(o.term, target.term) {
-				kept = append(kept, o)
+		for j := range g.objs {
+			o, err := g.objs[j].decoded()
+			if err != nil {
+				return gs, delta{}, err
+			}
+			if !etf.Equal(o, target.term) {
+				kept = append(kept, g.objs[j])
 			}
 		}
 		removed := len(g.objs) - len(kept)
@@ -306,6 +335,11 @@ func (t *Table) DeleteAllObjects() error {
 		return err
 	}
 	defer t.mu.Unlock()
+	// Clear the closed flag (and fsync) first: otherwise a crash could
+	// keep the old "closed properly" header over the new layout.
+	if err := t.markDirty(); err != nil {
+		return t.fail(err)
+	}
 	return t.fail(t.initFile(t.h.minSlots, t.h.maxSlots))
 }
 
@@ -328,7 +362,11 @@ func (t *Table) UpdateCounter(key etf.Term, pos int, incr int64) (etf.Term, erro
 		if !found {
 			return gs, delta{}, nil
 		}
-		tup := gs[i].objs[0].term.(etf.Tuple)
+		o, err := gs[i].objs[0].decoded()
+		if err != nil {
+			return gs, delta{}, err
+		}
+		tup, _ := o.(etf.Tuple)
 		if pos < 1 || pos > len(tup) || pos == t.keyPos {
 			return gs, delta{}, fmt.Errorf("%w: position %d of a %d-tuple with key position %d", ErrBadArgument, pos, len(tup), t.keyPos)
 		}
@@ -351,7 +389,7 @@ func (t *Table) UpdateCounter(key etf.Term, pos int, incr int64) (etf.Term, erro
 		if err != nil {
 			return gs, delta{}, fmt.Errorf("%w: %w", ErrBadObject, err)
 		}
-		gs[i].objs = []object{{nt, enc}}
+		gs[i].objs = []object{{term: nt, enc: enc, kenc: keySpan(enc, t.keyPos)}}
 		return gs, delta{changed: true}, nil
 	})
 	if err == nil && result == nil {
@@ -378,30 +416,115 @@ func (t *Table) slotObjects(slot uint32) ([]group, bool, error) {
 
 // All iterates over every object, slot by slot (0..Next-1) and within a
 // slot in key order, each key's objects oldest first. The table is locked
-// only while a bucket is read, so the loop body may use the table; changes
-// made during the loop may or may not be seen, and a key may be seen twice
-// if the table grows meanwhile (OTP first/next without safe_fixtable). An
-// error ends the iteration.
+// only while a batch of buckets is read, so the loop body may use the
+// table; changes made during the loop may or may not be seen, and a key may
+// be seen twice if the table grows meanwhile (OTP first/next without
+// safe_fixtable). An error ends the iteration.
 func (t *Table) All() iter.Seq2[etf.Term, error] {
 	return func(yield func(etf.Term, error) bool) {
-		for slot := uint32(0); ; slot++ {
-			gs, ok, err := t.slotObjects(slot)
+		var objs []etf.Term
+		var win []byte
+		for slot := uint32(0); ; {
+			var done bool
+			var err error
+			objs, slot, done, err = t.batchObjects(slot, objs[:0], &win)
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			if !ok {
-				return
-			}
-			for _, g := range gs {
-				for _, o := range g.objs {
-					if !yield(o.term, nil) {
-						return
-					}
+			for i, o := range objs {
+				objs[i] = nil // the caller owns o now
+				if !yield(o, nil) {
+					return
 				}
+			}
+			if done {
+				return
 			}
 		}
 	}
+}
+
+const (
+	scanBatch  = 128     // slots All reads under one lock
+	scanWindow = 1 << 20 // bytes it may read at once to cover them
+)
+
+// batchObjects appends the decoded objects of up to scanBatch slots from
+// slot from on to dst, and returns the next slot to read; done reports the
+// end of the table. When the batch's buckets lie close together they are
+// read with one pread into *win; otherwise, or when anything looks wrong,
+// bucket by bucket (which reports the errors).
+func (t *Table) batchObjects(from uint32, dst []etf.Term, win *[]byte) ([]etf.Term, uint32, bool, error) {
+	if err := t.begin(false); err != nil {
+		return dst, from, false, err
+	}
+	defer t.mu.Unlock()
+	if from >= t.h.next {
+		return dst, from, true, nil
+	}
+	to := from + min(scanBatch, t.h.next-from)
+	var es [scanBatch]slotEntry
+	lo, hi, sum := int64(-1), int64(0), int64(0)
+	for s := from; s < to; s++ {
+		e, err := t.entry(s)
+		if err != nil {
+			return dst, from, false, t.fail(err)
+		}
+		es[s-from] = e
+		if e.size == 0 {
+			continue
+		}
+		p, end := int64(e.ptr), int64(e.ptr)+int64(e.size)
+		if lo < 0 || p < lo {
+			lo = p
+		}
+		hi = max(hi, end)
+		sum += int64(e.size)
+	}
+	var w []byte
+	if lo >= baseAddr && hi <= t.fileEnd && hi-lo <= scanWindow && hi-lo <= 4*sum+4096 {
+		if int64(cap(*win)) < hi-lo {
+			*win = make([]byte, hi-lo)
+		}
+		w = (*win)[:hi-lo]
+		if readFull(t.f, w, lo) != nil {
+			w = nil
+		}
+	}
+	for s := from; s < to; s++ {
+		e := es[s-from]
+		if e.size == 0 {
+			continue
+		}
+		var body []byte
+		if w != nil && e.size >= bucketHeaderSize+5 {
+			b := w[int64(e.ptr)-lo : int64(e.ptr)-lo+int64(e.size)]
+			if be.Uint32(b) == e.size && be.Uint32(b[4:]) == statusActive {
+				body = b[bucketHeaderSize:]
+			}
+		}
+		if body == nil {
+			var err error
+			if body, err = t.readBucket(s, e); err != nil {
+				return dst, from, false, t.fail(err)
+			}
+		}
+		gs, be := parseRaw(t.kind, t.keyPos, body)
+		if be != nil {
+			return dst, from, false, t.fail(corrupt(t.path, "object", int64(e.ptr)+int64(be.off), "slot %d: %s", s, be.reason))
+		}
+		for i := range gs {
+			for j := range gs[i].objs {
+				o, err := gs[i].objs[j].decoded()
+				if err != nil {
+					return dst, from, false, t.fail(corrupt(t.path, "object", int64(e.ptr), "slot %d: undecodable object: %v", s, err))
+				}
+				dst = append(dst, o)
+			}
+		}
+	}
+	return dst, to, to >= t.h.next, nil
 }
 
 // Keys iterates over the keys in First/Next order.
@@ -530,4 +653,23 @@ func (t *Table) Close() error {
 	}
 	t.segCache, t.rbuf, t.wbuf = nil, nil, nil
 	return err
+}
+
+// readRaw reads the bucket of slot into groups without decoding objects
+// (see parseRaw). The groups alias t.rbuf: they are valid until the next
+// bucket read.
+func (t *Table) readRaw(slot uint32) ([]group, slotEntry, error) {
+	e, err := t.entry(slot)
+	if err != nil || e.size == 0 {
+		return nil, e, err
+	}
+	body, err := t.readBucket(slot, e)
+	if err != nil {
+		return nil, e, err
+	}
+	gs, be := parseRaw(t.kind, t.keyPos, body)
+	if be != nil {
+		return nil, e, corrupt(t.path, "object", int64(e.ptr)+int64(be.off), "slot %d: %s", slot, be.reason)
+	}
+	return gs, e, nil
 }

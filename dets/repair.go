@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/godets/godets/etf"
 )
 
 // Repair rebuilds a table from the ACTIVE buckets that a scan of the old file
@@ -168,11 +171,14 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 	m, n := layoutFor(uint32(next))
 	st.Slots = next
 
-	it, err := idx.sorted(func(e repairEntry) uint32 { return slotOf(e.hash, m, n) })
+	it, err := idx.sorted(func(e repairEntry) uint32 { return slotOf(e.hash, m, n) }, uint32(next))
 	if err != nil {
 		return st, err
 	}
 	st.ExternalSort = idx.spilled
+	if oi, ok := it.(*orderIter); ok {
+		oi.data = data
+	}
 
 	// Build PATH.TMP.
 	tmp := tmpPath(p.path)
@@ -286,6 +292,7 @@ type slotBuilder struct {
 	report func(objects int64)
 
 	groups []group
+	slab   []object // objects of the current slot's groups
 	buf    []byte
 }
 
@@ -313,13 +320,21 @@ func (b *slotBuilder) run(it entryIter, slotFn func(repairEntry) uint32) error {
 		if int64(e.off)+int64(e.n) > int64(len(b.data)) {
 			return fmt.Errorf("dets: repair index entry beyond the file")
 		}
+		// The scan proved the object; it is copied as raw bytes, and its
+		// key is compared through its encoding (decoded only when the
+		// encodings alone cannot decide).
 		enc := b.data[e.off : e.off+uint64(e.n)]
-		t, err := decodeTerm(enc)
-		if err != nil {
-			return fmt.Errorf("dets: repair: object at %d no longer decodes: %w", e.off, err)
+		o := object{enc: enc, kenc: keySpan(enc, b.keyPos)}
+		var k etf.Term
+		if o.kenc == nil {
+			t, err := decodeTerm(enc)
+			if err != nil {
+				return fmt.Errorf("dets: repair: object at %d no longer decodes: %w", e.off, err)
+			}
+			o.term = t
+			k, _ = keyOf(t, b.keyPos)
 		}
-		k, _ := keyOf(t, b.keyPos)
-		b.groups, _, _ = applyInsert(b.kind, b.groups, k, object{term: t, enc: enc})
+		b.groups, _, _ = applyInsertSlab(b.kind, b.groups, k, o, b.keyPos, &b.slab)
 		done++
 		if b.report != nil && done%(1<<16) == 0 {
 			b.report(done)
@@ -336,6 +351,8 @@ func (b *slotBuilder) flush(slot uint32) error {
 	err := b.w.addBucket(slot, b.buf, len(b.groups), nobj)
 	clear(b.groups)
 	b.groups = b.groups[:0]
+	clear(b.slab)
+	b.slab = b.slab[:0]
 	return err
 }
 
@@ -372,7 +389,7 @@ func newTableWriter(f File, kind Kind, keyPos int, m, n, minS, maxS uint32) *tab
 		f: f, kind: kind, keyPos: keyPos, m: m, n: n, next: uint32(next),
 		minSlots: minS, maxSlots: maxS, nParts: nParts, nSegs: nSegs,
 		bucketsStart: start, pos: start, wstart: start,
-		wbuf: make([]byte, 0, 64<<10), seg: make([]byte, segmentSize), lastSlot: -1,
+		wbuf: make([]byte, 0, 1<<20), seg: make([]byte, segmentSize), lastSlot: -1,
 	}
 	w.free.base = baseAddr
 	return w
@@ -423,15 +440,18 @@ func (w *tableWriter) addBucket(slot uint32, bucket []byte, keys, objects int) e
 // write appends bucket at a (zero-filling from the buffer's end) padded to
 // block bytes.
 func (w *tableWriter) write(a int64, bucket []byte, block int64) error {
-	end := w.wstart + int64(len(w.wbuf))
-	if a > end {
-		w.wbuf = append(w.wbuf, make([]byte, a-end)...)
+	if int64(len(w.wbuf))+(a-w.wstart-int64(len(w.wbuf)))+block > int64(cap(w.wbuf)) && len(w.wbuf) > 0 {
+		if err := w.flushBuf(); err != nil {
+			return err
+		}
 	}
-	w.wbuf = append(w.wbuf, bucket...)
-	w.wbuf = append(w.wbuf, make([]byte, block-int64(len(bucket)))...)
-	if len(w.wbuf) >= 1<<20 {
-		return w.flushBuf()
-	}
+	// The buffer extends from wstart to a+block: zero the gap and the
+	// padding, copy the bucket.
+	n := len(w.wbuf)
+	end := int(a - w.wstart + block)
+	w.wbuf = slices.Grow(w.wbuf, end-n)[:end]
+	clear(w.wbuf[n:])
+	copy(w.wbuf[a-w.wstart:], bucket)
 	return nil
 }
 
@@ -577,8 +597,14 @@ func (x *entryIndex) cleanup() {
 	}
 }
 
-// sorted returns the entries ordered by (slot(e), e.off).
-func (x *entryIndex) sorted(slot func(repairEntry) uint32) (entryIter, error) {
+// sorted returns the entries ordered by (slot(e), e.off); slot values are
+// below nslots.
+func (x *entryIndex) sorted(slot func(repairEntry) uint32, nslots uint32) (entryIter, error) {
+	if !x.spilled {
+		if ord, ok := countingOrder(x.mem, slot, nslots); ok {
+			return &orderIter{es: x.mem, ord: ord}, nil
+		}
+	}
 	cmp := func(a, b repairEntry) int {
 		sa, sb := slot(a), slot(b)
 		switch {
@@ -634,6 +660,66 @@ func (x *entryIndex) sorted(slot func(repairEntry) uint32) (entryIter, error) {
 	}
 	return m, nil
 }
+
+// countingOrder orders es by (slot, off) with a counting sort over the
+// slots, which is stable: the scan emits entries in file order, so the
+// result is in offset order within each slot. It returns the order as
+// indexes (4 bytes per entry, not a second copy of the index), or false
+// when es is not in offset order or the slot table would be much larger
+// than the index.
+func countingOrder(es []repairEntry, slot func(repairEntry) uint32, nslots uint32) ([]uint32, bool) {
+	if len(es) == 0 || len(es) > math.MaxUint32 || uint64(nslots) > 4*uint64(len(es))+1<<16 {
+		return nil, false
+	}
+	start := make([]uint32, nslots+1)
+	for i := range es {
+		if i > 0 && es[i].off <= es[i-1].off {
+			return nil, false
+		}
+		s := slot(es[i])
+		if s >= nslots {
+			return nil, false
+		}
+		start[s+1]++
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	ord := make([]uint32, len(es))
+	for i := range es {
+		s := slot(es[i])
+		ord[start[s]] = uint32(i)
+		start[s]++
+	}
+	return ord, true
+}
+
+// orderIter yields es in the order ord gives.
+type orderIter struct {
+	es   []repairEntry
+	ord  []uint32
+	i    int
+	data []byte // the old file, to prefetch from (may be nil)
+	sink byte
+}
+
+func (o *orderIter) next() (repairEntry, bool, error) {
+	if o.i >= len(o.ord) {
+		return repairEntry{}, false, nil
+	}
+	// The objects are read in slot order, which is random in the file:
+	// touching one a few entries ahead lets its cache and TLB misses
+	// overlap with the work on this one.
+	if j := o.i + prefetchAhead; j < len(o.ord) && o.data != nil {
+		if off := o.es[o.ord[j]].off; off < uint64(len(o.data)) {
+			o.sink += o.data[off]
+		}
+	}
+	o.i++
+	return o.es[o.ord[o.i-1]], true, nil
+}
+
+const prefetchAhead = 8
 
 type memIter struct {
 	es []repairEntry

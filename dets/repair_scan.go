@@ -1,6 +1,7 @@
 package dets
 
 import (
+	"bytes"
 	"math"
 	"math/bits"
 
@@ -89,7 +90,8 @@ type scanCand struct {
 	group int // key group index (bags); equal to the object index for sets
 	ok    bool
 	hash  uint32
-	key   etf.Term
+	kenc  []byte   // the key's encoding inside the object
+	key   etf.Term // the key, when decoded (compressed objects, or to compare)
 }
 
 // run scans data from the buddy base to the end.
@@ -215,15 +217,61 @@ func (s *scanner) frame(b []byte, base, g int) bool {
 		if g < 0 {
 			c.group = len(s.cands)
 		}
-		if t, err := decodeTerm(b[off+4 : off+osz]); err == nil {
-			if k, ok := keyOf(t, s.keyPos); ok {
-				c.ok, c.key, c.hash = true, k, hashTerm(k)
-			}
-		}
+		c.ok, c.kenc, c.key, c.hash = s.proveObject(b[off+4 : off+osz])
 		s.cands = append(s.cands, c)
 		off += osz
 	}
 	return true
+}
+
+// proveObject applies rule 1 to one object's bytes: it must decode, as a
+// whole, to a tuple with at least keyPos elements. It returns the key's
+// encoding (or, for a compressed object, the decoded key) and its phash2,
+// decoding nothing for the common key types.
+func (s *scanner) proveObject(enc []byte) (ok bool, kenc []byte, key etf.Term, hash uint32) {
+	if etf.Validate(enc) != nil {
+		return false, nil, nil, 0
+	}
+	if kenc = keySpan(enc, s.keyPos); kenc != nil {
+		if h, ok := etf.Phash2Body(kenc); ok {
+			return true, kenc, nil, h
+		}
+		k, err := etf.DecodeBody(kenc)
+		if err != nil {
+			return false, nil, nil, 0
+		}
+		return true, kenc, k, hashTerm(k)
+	}
+	t, err := decodeTerm(enc)
+	if err != nil {
+		return false, nil, nil, 0
+	}
+	k, ok := keyOf(t, s.keyPos)
+	if !ok {
+		return false, nil, nil, 0
+	}
+	return true, nil, k, hashTerm(k)
+}
+
+// sameKey reports whether two proven candidates have equal (=:=) keys.
+func sameKey(a, b *scanCand) bool {
+	if a.kenc != nil && b.kenc != nil {
+		if bytes.Equal(a.kenc, b.kenc) {
+			return true
+		}
+		if c, ok := etf.CompareBodies(a.kenc, b.kenc); ok {
+			return c == 0
+		}
+	}
+	return etf.Equal(a.keyTerm(), b.keyTerm())
+}
+
+// keyTerm returns c's key, decoding it on first use.
+func (c *scanCand) keyTerm() etf.Term {
+	if c.key == nil && c.kenc != nil {
+		c.key, _ = etf.DecodeBody(c.kenc)
+	}
+	return c.key
 }
 
 // groupRule applies rule 3: within each key group, objects whose key is not
@@ -236,8 +284,7 @@ func (s *scanner) groupRule(cs []scanCand) {
 		}
 		g := cs[i:j]
 		i = j
-		var maj etf.Term
-		best, total := 0, 0
+		maj, best, total := 0, 0, 0
 		for a := range g {
 			if !g[a].ok {
 				continue
@@ -245,19 +292,19 @@ func (s *scanner) groupRule(cs []scanCand) {
 			total++
 			n := 0
 			for b := range g {
-				if g[b].ok && etf.Equal(g[a].key, g[b].key) {
+				if g[b].ok && sameKey(&g[a], &g[b]) {
 					n++
 				}
 			}
 			if n > best {
-				best, maj = n, g[a].key
+				best, maj = n, a
 			}
 		}
 		if best == total {
 			continue
 		}
 		for a := range g {
-			if g[a].ok && (2*best <= total || !etf.Equal(g[a].key, maj)) {
+			if g[a].ok && (2*best <= total || !sameKey(&g[a], &g[maj])) {
 				g[a].ok = false
 			}
 		}
@@ -266,6 +313,22 @@ func (s *scanner) groupRule(cs []scanCand) {
 
 // hashRule applies rule 4 over the whole bucket.
 func (s *scanner) hashRule(cs []scanCand) {
+	// Usual case: every proven object agrees.
+	first, agree := -1, true
+	for _, c := range cs {
+		if !c.ok {
+			continue
+		}
+		if first < 0 {
+			first = int(c.hash & 255)
+		} else if int(c.hash&255) != first {
+			agree = false
+			break
+		}
+	}
+	if agree {
+		return
+	}
 	var count [256]int
 	total := 0
 	for _, c := range cs {

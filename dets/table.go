@@ -34,6 +34,8 @@ type Table struct {
 	dirty    bool                      // on-disk flag is "not closed"
 	hdrKeys  uint32                    // noKeys at the last header write
 
+	head, tail []byte // file head and free-list area, only during load
+
 	regID      fileID // identity in openTables while registered
 	registered bool
 
@@ -106,14 +108,16 @@ func (t *Table) load(opts *Options) (*repairRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	var vb [4]byte
 	if size < offVersion+4 {
 		return nil, openError(ErrNotDETS, t.path)
 	}
-	if err := readFull(t.f, vb[:], offVersion); err != nil {
+	// One read covers the version, the header, the part table and, in
+	// most files, part 0: opening a closed file costs few syscalls.
+	head := make([]byte, min(size, headReadSize))
+	if err := readFull(t.f, head, 0); err != nil {
 		return nil, err
 	}
-	switch v := be.Uint32(vb[:]); {
+	switch v := be.Uint32(head[offVersion:]); {
 	case v < formatVersion:
 		return nil, openError(ErrUnsupportedVersion, t.path)
 	case v > formatVersion:
@@ -122,14 +126,28 @@ func (t *Table) load(opts *Options) (*repairRequest, error) {
 	if size < headerEnd {
 		return nil, openError(ErrNotDETS, t.path)
 	}
-	hb := make([]byte, headerSize)
-	if err := readFull(t.f, hb, 0); err != nil {
-		return nil, err
+	t.head = head
+	defer func() { t.head = nil }()
+	hb := head[:headerSize]
+	// The free lists run from FreelistsPointer to the trailer; read them
+	// with the trailer when the pointer is plausible and the area small.
+	var tail []byte
+	flp := int64(be.Uint32(hb[offFreelistsPtr:]))
+	if flp >= baseAddr && flp <= size-trailerSize && size-flp <= maxTailRead {
+		tail = make([]byte, size-flp)
+		if err := readFull(t.f, tail, flp); err != nil {
+			return nil, err
+		}
+	} else {
+		tail = make([]byte, trailerSize)
+		if err := readFull(t.f, tail, size-trailerSize); err != nil {
+			return nil, err
+		}
 	}
-	if err := readFull(t.f, vb[:], size-trailerSize); err != nil {
-		return nil, err
-	}
-	h, state, err := checkHeader(hb, size, be.Uint32(vb[:]))
+	t.tail = tail
+	defer func() { t.tail = nil }()
+	trailer := be.Uint32(tail[len(tail)-trailerSize:])
+	h, state, err := checkHeader(hb, size, trailer)
 	if err != nil {
 		return nil, openError(err, t.path)
 	}
@@ -187,9 +205,14 @@ func (t *Table) load(opts *Options) (*repairRequest, error) {
 // a repair decision, as OTP does).
 func (t *Table) loadFreeLists(size int64) error {
 	flp := int64(t.h.freelistsPtr)
-	area := make([]byte, size-trailerSize-flp)
-	if err := readFull(t.f, area, flp); err != nil {
-		return err
+	var area []byte
+	if int64(len(t.tail)) == size-flp {
+		area = t.tail[:len(t.tail)-trailerSize]
+	} else {
+		area = make([]byte, size-trailerSize-flp)
+		if err := readFull(t.f, area, flp); err != nil {
+			return err
+		}
 	}
 	base := int64(baseAddr)
 	if t.h.flBase != 0 {
@@ -208,13 +231,13 @@ func (t *Table) loadFreeLists(size int64) error {
 func (t *Table) loadSegments() error {
 	nsegs := int(t.h.next / slotsPerSeg)
 	nparts := (nsegs + segsPerPart - 1) / segsPerPart
-	pt := make([]byte, 4*numParts)
-	if err := readFull(t.f, pt, partTableOff); err != nil {
-		return err
+	if len(t.head) < partTableOff+4*numParts {
+		return corrupt(t.path, "segment", int64(len(t.head)), "file ends inside the segment-array table")
 	}
+	pt := t.head[partTableOff : partTableOff+4*numParts]
 	inData := func(a int64, n int64) bool { return a >= baseAddr && a+n <= t.fileEnd }
 	t.segs = make([]uint32, 0, nsegs)
-	pb := make([]byte, partSize)
+	var pb []byte
 	for p := range numParts {
 		t.parts[p] = be.Uint32(pt[4*p:])
 		if p >= nparts {
@@ -223,8 +246,13 @@ func (t *Table) loadSegments() error {
 		if !inData(int64(t.parts[p]), partSize) {
 			return corrupt(t.path, "segment", partTableOff+4*int64(p), "part %d pointer %d outside the data area", p, t.parts[p])
 		}
-		if err := readFull(t.f, pb, int64(t.parts[p])); err != nil {
-			return err
+		if a := int64(t.parts[p]); a+partSize <= int64(len(t.head)) {
+			pb = t.head[a : a+partSize]
+		} else {
+			pb = make([]byte, partSize)
+			if err := readFull(t.f, pb, a); err != nil {
+				return err
+			}
 		}
 		for s := 0; s < segsPerPart && len(t.segs) < nsegs; s++ {
 			a := be.Uint32(pb[4*s:])
@@ -294,13 +322,21 @@ func (t *Table) initLayout(minSlots, maxSlots, next uint32) error {
 		t.segs[s] = uint32(baseAddr + partSize*(nparts+s))
 		be.PutUint32(buf[int(t.parts[s/segsPerPart])+4*(s%segsPerPart):], t.segs[s])
 	}
-	if err := t.f.Truncate(0); err != nil {
+	// Drop everything past the part table first, so that no old bucket
+	// survives for a repair scan to find, yet the file always starts with
+	// a whole header: a crash at any step leaves a dirty DETS file whose
+	// repair gives an empty table. The final Truncate extends with zeros,
+	// so the segments start empty.
+	if size, err := t.f.Size(); err != nil {
 		return err
+	} else if size > baseAddr {
+		if err := t.f.Truncate(baseAddr); err != nil {
+			return err
+		}
 	}
 	if _, err := t.f.WriteAt(buf, 0); err != nil {
 		return err
 	}
-	// Truncate extends with zeros: the segments start empty.
 	if err := t.f.Truncate(base); err != nil {
 		return err
 	}

@@ -151,7 +151,25 @@ func decodeCompressed(b []byte) (Term, error) {
 type decoder struct {
 	b        []byte
 	off      int
-	inflated bool // offsets refer to decompressed data
+	inflated bool   // offsets refer to decompressed data
+	arena    []byte // backing store for binaries' bytes (see clone)
+}
+
+// clone copies n bytes of input from d.off for a binary, moving past them.
+// The copies of one Decode share one allocation, sized by the rest of the
+// input (which bounds every later binary); each gets a capped slice, so an
+// append to one never writes into another.
+func (d *decoder) clone(n int) []byte {
+	src := d.take(n)
+	if n == 0 {
+		return []byte{}
+	}
+	if cap(d.arena)-len(d.arena) < n {
+		d.arena = make([]byte, 0, n+len(d.b)-d.off)
+	}
+	a := len(d.arena)
+	d.arena = append(d.arena, src...)
+	return d.arena[a : a+n : a+n]
 }
 
 func (d *decoder) errf(off int, format string, args ...any) error {
@@ -287,7 +305,7 @@ func (d *decoder) term(depth int) (Term, error) {
 		if err := d.need(uint64(n), "BINARY_EXT"); err != nil {
 			return nil, err
 		}
-		return Binary(bytes.Clone(d.take(int(n)))), nil
+		return Binary(d.clone(int(n))), nil
 	case tagBitBinary:
 		if err := d.need(5, "BIT_BINARY_EXT"); err != nil {
 			return nil, err
@@ -300,11 +318,8 @@ func (d *decoder) term(depth int) (Term, error) {
 		if err := d.need(uint64(n), "BIT_BINARY_EXT"); err != nil {
 			return nil, err
 		}
-		data := bytes.Clone(d.take(int(n)))
+		data := d.clone(int(n))
 		if bits == 8 || n == 0 {
-			if data == nil {
-				data = []byte{}
-			}
 			return Binary(data), nil
 		}
 		data[n-1] &= byte(0xFF << (8 - bits))

@@ -1,0 +1,515 @@
+package etf
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"unicode/utf8"
+)
+
+// Working on encoded terms without building them.
+//
+// These functions let a caller that stores term_to_binary bytes (DETS keeps
+// every object encoded) validate, slice, hash and order encodings without
+// the allocations of Decode. They never allocate for the common types
+// (integers, atoms, binaries, tuples, [], strings); where an encoding is
+// outside what they handle, they say so (ok false) and the caller decodes.
+//
+// A "body" below is one encoded term without the leading version byte 131:
+// the bytes of an element inside an enclosing encoding.
+
+// Validate reports whether b is a complete external term that Decode
+// accepts, returning the error Decode would return. It builds no terms
+// except for maps (checked for duplicate keys by decoding them), FLOAT_EXT
+// text and compressed input, which it hands to the decoder.
+func Validate(b []byte) error {
+	if len(b) == 0 || b[0] != tagVersion || (len(b) >= 2 && b[1] == tagCompressed) {
+		_, err := Decode(b)
+		return err
+	}
+	d := decoder{b: b, off: 1}
+	if err := d.skip(0); err != nil {
+		return err
+	}
+	if d.off != len(b) {
+		return derr(d.off, "%d trailing bytes after the term", len(b)-d.off)
+	}
+	return nil
+}
+
+// DecodeBody decodes one term body (no version byte) that must fill b
+// exactly. Like Decode, the result never aliases b.
+func DecodeBody(b []byte) (Term, error) {
+	d := decoder{b: b}
+	t, err := d.term(0)
+	if err != nil {
+		return nil, err
+	}
+	if d.off != len(b) {
+		return nil, derr(d.off, "%d trailing bytes after the term", len(b)-d.off)
+	}
+	return t, nil
+}
+
+// TupleElement returns the byte span [start, end) in b of element pos
+// (1-based) of the tuple that b encodes (b starts with the version byte).
+// ok is false when b is compressed, not a tuple, has fewer than pos
+// elements, or is malformed before the end of that element. Elements
+// before pos are validated as Decode would; the rest of b is not looked at.
+func TupleElement(b []byte, pos int) (start, end int, ok bool) {
+	if len(b) < 3 || b[0] != tagVersion || pos < 1 {
+		return 0, 0, false
+	}
+	d := decoder{b: b, off: 1}
+	var n uint64
+	switch b[1] {
+	case tagSmallTuple:
+		n = uint64(b[2])
+		d.off = 3
+	case tagLargeTuple:
+		if len(b) < 6 {
+			return 0, 0, false
+		}
+		n = uint64(binary.BigEndian.Uint32(b[2:]))
+		d.off = 6
+	default:
+		return 0, 0, false
+	}
+	if uint64(pos) > n {
+		return 0, 0, false
+	}
+	for i := 1; i <= pos; i++ {
+		start = d.off
+		if d.skip(1) != nil {
+			return 0, 0, false
+		}
+	}
+	return start, d.off, true
+}
+
+// skip validates the term at d.off exactly as term would decode it, and
+// moves past it.
+func (d *decoder) skip(depth int) error {
+	if depth > MaxDepth {
+		return d.errf(d.off, "terms nested deeper than %d", MaxDepth)
+	}
+	if err := d.need(1, "tag"); err != nil {
+		return err
+	}
+	start := d.off
+	tag := d.u8()
+	fixed := func(n uint64, what string) error {
+		if err := d.need(n, what); err != nil {
+			return err
+		}
+		d.off += int(n)
+		return nil
+	}
+	switch tag {
+	case tagSmallInteger:
+		return fixed(1, "SMALL_INTEGER_EXT")
+	case tagInteger:
+		return fixed(4, "INTEGER_EXT")
+	case tagSmallBig, tagLargeBig:
+		var n uint64
+		if tag == tagSmallBig {
+			if err := d.need(2, "SMALL_BIG_EXT"); err != nil {
+				return err
+			}
+			n = uint64(d.u8())
+		} else {
+			if err := d.need(5, "LARGE_BIG_EXT"); err != nil {
+				return err
+			}
+			n = uint64(d.u32())
+		}
+		d.off++ // sign
+		return fixed(n, "bignum magnitude")
+	case tagNewFloat:
+		if err := d.need(8, "NEW_FLOAT_EXT"); err != nil {
+			return err
+		}
+		f := math.Float64frombits(binary.BigEndian.Uint64(d.take(8)))
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return d.errf(start, "float is not finite")
+		}
+		return nil
+	case tagFloat:
+		_, err := d.floatText(start)
+		return err
+	case tagAtom, tagSmallAtom, tagAtomUTF8, tagSmallAtomUTF8:
+		d.off = start
+		name, latin1, err := d.atomBytes()
+		if err != nil || latin1 {
+			return err
+		}
+		if !utf8.Valid(name) {
+			return d.errf(start, "atom text is not valid UTF-8")
+		}
+		if len(name) > maxAtomChars && utf8.RuneCount(name) > maxAtomChars {
+			return d.errf(start, "atom longer than %d characters", maxAtomChars)
+		}
+		return nil
+	case tagSmallTuple, tagLargeTuple:
+		var n uint64
+		if tag == tagSmallTuple {
+			if err := d.need(1, "SMALL_TUPLE_EXT"); err != nil {
+				return err
+			}
+			n = uint64(d.u8())
+		} else {
+			if err := d.need(4, "LARGE_TUPLE_EXT"); err != nil {
+				return err
+			}
+			n = uint64(d.u32())
+		}
+		if err := d.need(n, "tuple elements"); err != nil {
+			return err
+		}
+		for range n {
+			if err := d.skip(depth + 1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case tagNil:
+		return nil
+	case tagString:
+		if err := d.need(2, "STRING_EXT"); err != nil {
+			return err
+		}
+		return fixed(uint64(d.u16()), "STRING_EXT")
+	case tagList:
+		d.off = start
+		return d.skipList(depth)
+	case tagBinary:
+		if err := d.need(4, "BINARY_EXT"); err != nil {
+			return err
+		}
+		return fixed(uint64(d.u32()), "BINARY_EXT")
+	case tagBitBinary:
+		if err := d.need(5, "BIT_BINARY_EXT"); err != nil {
+			return err
+		}
+		n := d.u32()
+		bits := d.u8()
+		if bits > 8 || (bits == 0) != (n == 0) {
+			return d.errf(start+5, "BIT_BINARY_EXT with %d bytes has %d bits in its last byte", n, bits)
+		}
+		return fixed(uint64(n), "BIT_BINARY_EXT")
+	case tagMap:
+		_, err := d.mapTerm(start, depth)
+		return err
+	case tagPid, tagNewPid, tagPort, tagNewPort, tagV4Port, tagReference,
+		tagNewReference, tagNewerReference, tagExport, tagNewFun, tagFun:
+		d.off = start
+		return d.skipOpaque(depth)
+	case tagAtomCacheRef:
+		return d.errf(start, "ATOM_CACHE_REF is only valid in distribution messages")
+	case tagCompressed:
+		return d.errf(start, "compressed term not at top level")
+	case tagVersion:
+		return d.errf(start, "version byte inside a term")
+	}
+	return d.errf(start, "unknown tag %d", tag)
+}
+
+// skipList is list without building the elements.
+func (d *decoder) skipList(depth int) error {
+	for {
+		d.off++ // tag, known to be LIST_EXT
+		if err := d.need(4, "LIST_EXT"); err != nil {
+			return err
+		}
+		n := uint64(d.u32())
+		if err := d.need(n+1, "list elements"); err != nil {
+			return err
+		}
+		for range n {
+			if err := d.skip(depth + 1); err != nil {
+				return err
+			}
+		}
+		if d.off < len(d.b) && d.b[d.off] == tagList {
+			continue
+		}
+		return d.skip(depth + 1)
+	}
+}
+
+// Phash2Body returns erlang:phash2 of the term that body encodes, without
+// decoding it, for integers (SMALL_INTEGER_EXT, INTEGER_EXT), atoms,
+// binaries, [] and tuples of those. ok is false for any other encoding, or
+// when body is not exactly one such term; then decode and use Phash2.
+func Phash2Body(body []byte) (h uint32, ok bool) {
+	h, n, ok := hashBody(body, 0, 0)
+	if !ok || n != len(body) {
+		return 0, false
+	}
+	return h & phash2Mask, true
+}
+
+// hashBody mixes the term at the start of b into h and returns the bytes
+// it took.
+func hashBody(b []byte, h uint32, depth int) (uint32, int, bool) {
+	if len(b) == 0 || depth > MaxDepth {
+		return 0, 0, false
+	}
+	switch b[0] {
+	case tagSmallInteger:
+		if len(b) < 2 {
+			return 0, 0, false
+		}
+		return hashInt64(int64(b[1]), h), 2, true
+	case tagInteger:
+		if len(b) < 5 {
+			return 0, 0, false
+		}
+		return hashInt64(int64(int32(binary.BigEndian.Uint32(b[1:]))), h), 5, true
+	case tagBinary:
+		if len(b) < 5 {
+			return 0, 0, false
+		}
+		n := uint64(binary.BigEndian.Uint32(b[1:]))
+		if n > uint64(len(b)-5) {
+			return 0, 0, false
+		}
+		return hashBits(b[5:5+n], 8*int(n), h), 5 + int(n), true
+	case tagNil:
+		return hashNil(h), 1, true
+	case tagSmallAtomUTF8, tagAtomUTF8, tagSmallAtom, tagAtom:
+		name, n, ok := atomText(b)
+		if !ok {
+			return 0, 0, false
+		}
+		a := atomHashBytes(name, b[0] == tagSmallAtomUTF8 || b[0] == tagAtomUTF8)
+		if h == 0 {
+			return a, n, true
+		}
+		return uint32Hash(a, hconst3, h), n, true
+	case tagSmallTuple, tagLargeTuple:
+		arity, off, ok := tupleHeader(b)
+		if !ok || arity > uint64(len(b)-off) {
+			return 0, 0, false
+		}
+		h = uint32Hash(uint32(arity), hconst9, h)
+		for range arity {
+			var n int
+			h, n, ok = hashBody(b[off:], h, depth+1)
+			if !ok {
+				return 0, 0, false
+			}
+			off += n
+		}
+		return h, off, true
+	}
+	return 0, 0, false
+}
+
+// atomText returns an atom encoding's text and total length. UTF-8 text is
+// checked as Decode checks it; Latin-1 text longer than 255 is refused.
+func atomText(b []byte) ([]byte, int, bool) {
+	var n, off int
+	switch b[0] {
+	case tagSmallAtomUTF8, tagSmallAtom:
+		if len(b) < 2 {
+			return nil, 0, false
+		}
+		n, off = int(b[1]), 2
+	default:
+		if len(b) < 3 {
+			return nil, 0, false
+		}
+		n, off = int(binary.BigEndian.Uint16(b[1:])), 3
+	}
+	if n > len(b)-off {
+		return nil, 0, false
+	}
+	name := b[off : off+n]
+	if b[0] == tagSmallAtom || b[0] == tagAtom {
+		if n > maxAtomChars {
+			return nil, 0, false
+		}
+	} else if !utf8.Valid(name) || (n > maxAtomChars && utf8.RuneCount(name) > maxAtomChars) {
+		return nil, 0, false
+	}
+	return name, off + n, true
+}
+
+// atomHashBytes is atomHash over encoded atom text: UTF-8 text as is,
+// Latin-1 text byte by byte (what atomHash gives for its UTF-8 form).
+func atomHashBytes(s []byte, isUTF8 bool) uint32 {
+	var h uint32
+	for i := 0; i < len(s); i++ {
+		v := uint32(s[i])
+		if isUTF8 && i+1 < len(s) && v&0xFE == 0xC2 && s[i+1]&0xC0 == 0x80 {
+			v = (v<<6 | uint32(s[i+1])&0x3F) & 0xFF
+			i++
+		}
+		h = h<<4 + v
+		if g := h & 0xf0000000; g != 0 {
+			h ^= g >> 24
+			h ^= g
+		}
+	}
+	return h
+}
+
+// tupleHeader returns a tuple encoding's arity and header length.
+func tupleHeader(b []byte) (uint64, int, bool) {
+	if b[0] == tagSmallTuple {
+		if len(b) < 2 {
+			return 0, 0, false
+		}
+		return uint64(b[1]), 2, true
+	}
+	if len(b) < 5 {
+		return 0, 0, false
+	}
+	return uint64(binary.BigEndian.Uint32(b[1:])), 5, true
+}
+
+// CompareBodies compares the terms that two bodies encode in CompareExact
+// order, without decoding them. It handles integers (SMALL_INTEGER_EXT,
+// INTEGER_EXT), atoms in UTF-8 or ASCII text, binaries (BINARY_EXT), []
+// and tuples of those, and terms of different types when the tags alone
+// tell the types apart. ok is false otherwise (including malformed input);
+// then decode and use CompareExact. Equal terms can have different
+// encodings (a Latin-1 and a UTF-8 atom), so callers must not compare
+// bodies byte by byte except as a shortcut for equality.
+func CompareBodies(a, b []byte) (c int, ok bool) {
+	c, na, nb, ok := cmpBody(a, b, 0)
+	if !ok || na != len(a) || nb != len(b) {
+		return 0, false
+	}
+	return c, true
+}
+
+// cmpBody compares the terms at the starts of a and b; when they are equal
+// it also returns the bytes each took.
+func cmpBody(a, b []byte, depth int) (c, na, nb int, ok bool) {
+	if len(a) == 0 || len(b) == 0 || depth > MaxDepth {
+		return 0, 0, 0, false
+	}
+	ta, tb := tagType(a), tagType(b)
+	if ta == 0 || tb == 0 {
+		return 0, 0, 0, false
+	}
+	if ta != tb {
+		return cmpOrdered(ta, tb), 0, 0, true
+	}
+	switch ta {
+	case TypeNumber:
+		x, na, ok1 := smallInt(a)
+		y, nb, ok2 := smallInt(b)
+		if !ok1 || !ok2 {
+			return 0, 0, 0, false
+		}
+		return cmpOrdered(x, y), na, nb, true
+	case TypeAtom:
+		x, na, ok1 := atomText(a)
+		y, nb, ok2 := atomText(b)
+		if !ok1 || !ok2 || !plainAtom(a[0], x) || !plainAtom(b[0], y) {
+			return 0, 0, 0, false
+		}
+		return bytes.Compare(x, y), na, nb, true
+	case TypeBitstring:
+		if a[0] != tagBinary || b[0] != tagBinary || len(a) < 5 || len(b) < 5 {
+			return 0, 0, 0, false
+		}
+		la, lb := uint64(binary.BigEndian.Uint32(a[1:])), uint64(binary.BigEndian.Uint32(b[1:]))
+		if la > uint64(len(a)-5) || lb > uint64(len(b)-5) {
+			return 0, 0, 0, false
+		}
+		return bytes.Compare(a[5:5+la], b[5:5+lb]), 5 + int(la), 5 + int(lb), true
+	case TypeNil:
+		if a[0] != tagNil || b[0] != tagNil {
+			return 0, 0, 0, false
+		}
+		return 0, 1, 1, true
+	case TypeTuple:
+		xa, offa, ok1 := tupleHeader(a)
+		xb, offb, ok2 := tupleHeader(b)
+		if !ok1 || !ok2 {
+			return 0, 0, 0, false
+		}
+		if xa != xb {
+			return cmpOrdered(xa, xb), 0, 0, true
+		}
+		for range xa {
+			c, ea, eb, ok := cmpBody(a[offa:], b[offb:], depth+1)
+			if !ok || c != 0 {
+				return c, 0, 0, ok
+			}
+			offa += ea
+			offb += eb
+		}
+		return 0, offa, offb, true
+	}
+	return 0, 0, 0, false
+}
+
+// plainAtom reports whether atom text compares correctly as raw bytes:
+// UTF-8 text, or Latin-1 text that is ASCII.
+func plainAtom(tag byte, text []byte) bool {
+	if tag == tagSmallAtomUTF8 || tag == tagAtomUTF8 {
+		return true
+	}
+	for _, c := range text {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// smallInt reads SMALL_INTEGER_EXT or INTEGER_EXT.
+func smallInt(b []byte) (int64, int, bool) {
+	switch b[0] {
+	case tagSmallInteger:
+		if len(b) >= 2 {
+			return int64(b[1]), 2, true
+		}
+	case tagInteger:
+		if len(b) >= 5 {
+			return int64(int32(binary.BigEndian.Uint32(b[1:]))), 5, true
+		}
+	}
+	return 0, 0, false
+}
+
+// tagType is the Type of the term an encoding starts with, when its tag
+// alone decides it, else 0.
+func tagType(b []byte) Type {
+	switch b[0] {
+	case tagSmallInteger, tagInteger, tagSmallBig, tagLargeBig, tagNewFloat, tagFloat:
+		return TypeNumber
+	case tagAtom, tagSmallAtom, tagAtomUTF8, tagSmallAtomUTF8:
+		return TypeAtom
+	case tagSmallTuple, tagLargeTuple:
+		return TypeTuple
+	case tagMap:
+		return TypeMap
+	case tagNil:
+		return TypeNil
+	case tagString:
+		if len(b) < 3 {
+			return 0
+		}
+		if b[1] == 0 && b[2] == 0 {
+			return TypeNil
+		}
+		return TypeList
+	case tagBinary, tagBitBinary:
+		return TypeBitstring
+	case tagPid, tagNewPid:
+		return TypePid
+	case tagPort, tagNewPort, tagV4Port:
+		return TypePort
+	case tagReference, tagNewReference, tagNewerReference:
+		return TypeReference
+	case tagNewFun, tagExport, tagFun:
+		return TypeFun
+	}
+	return 0 // LIST_EXT of length 0 takes its tail's type
+}

@@ -1,0 +1,385 @@
+package propertytest
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/leanovate/gopter"
+	"github.com/leanovate/gopter/commands"
+	"github.com/leanovate/gopter/gen"
+
+	"github.com/godets/godets/dets"
+	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/crashfs"
+	"github.com/godets/godets/internal/model"
+)
+
+var (
+	seedFlag = flag.Int64("prop.seed", 0, "gopter seed (0: GODETS_PROP_SEED or the clock)")
+	minFlag  = flag.Int("prop.min", 300, "successful sequences per kind")
+)
+
+func propSeed(t *testing.T) int64 {
+	s := *seedFlag
+	if s == 0 {
+		if v, err := strconv.ParseInt(os.Getenv("GODETS_PROP_SEED"), 10, 64); err == nil {
+			s = v
+		} else {
+			s = time.Now().UnixNano()
+		}
+	}
+	t.Logf("seed %d (rerun with -prop.seed=%d)", s, s)
+	return s
+}
+
+type memFS struct{ *crashfs.FS }
+
+func (m memFS) OpenFile(name string, flag int, perm fs.FileMode) (dets.File, error) {
+	f, err := m.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+const path = "p.dets"
+
+// state is the model side: the content now and at the last save.
+type state struct {
+	kind       dets.Kind
+	cur, saved *model.Model
+	expectNew  bool // InsertNew's expected result, set by NextState
+}
+
+func (s *state) clone() *state {
+	return &state{kind: s.kind, cur: s.cur.Clone(), saved: s.saved.Clone(), expectNew: s.expectNew}
+}
+
+// sut is the system under test.
+type sut struct {
+	kind dets.Kind
+	cfs  *crashfs.FS
+	tab  *dets.Table
+}
+
+// result of a command.
+type result struct {
+	err  error
+	objs []string // Lookup (in order) or the whole content after a crash (sorted)
+	ok   bool
+}
+
+func encs(objs []etf.Term) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, model.Enc(o))
+	}
+	return out
+}
+
+func contents(tab *dets.Table) ([]string, error) {
+	var out []string
+	for o, err := range tab.All() {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, model.Enc(o))
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func okIfNoErr(r commands.Result) *gopter.PropResult {
+	if err := r.(result).err; err != nil {
+		return &gopter.PropResult{Status: gopter.PropError, Error: err}
+	}
+	return gopter.NewPropResult(true, "")
+}
+
+type insertCmd struct{ objs []etf.Term }
+
+func (c insertCmd) Run(s commands.SystemUnderTest) commands.Result {
+	return result{err: s.(*sut).tab.Insert(c.objs...)}
+}
+func (c insertCmd) NextState(st commands.State) commands.State {
+	n := st.(*state).clone()
+	n.cur.Insert(c.objs...)
+	return n
+}
+func (insertCmd) PreCondition(commands.State) bool { return true }
+func (insertCmd) PostCondition(_ commands.State, r commands.Result) *gopter.PropResult {
+	return okIfNoErr(r)
+}
+func (c insertCmd) String() string { return fmt.Sprintf("Insert%v", c.objs) }
+
+type insertNewCmd struct{ obj etf.Term }
+
+func (c insertNewCmd) Run(s commands.SystemUnderTest) commands.Result {
+	ok, err := s.(*sut).tab.InsertNew(c.obj)
+	return result{err: err, ok: ok}
+}
+func (c insertNewCmd) NextState(st commands.State) commands.State {
+	n := st.(*state).clone()
+	n.expectNew = n.cur.InsertNew(c.obj)
+	return n
+}
+func (insertNewCmd) PreCondition(commands.State) bool { return true }
+func (insertNewCmd) PostCondition(st commands.State, r commands.Result) *gopter.PropResult {
+	if res := okIfNoErr(r); !res.Success() {
+		return res
+	}
+	return gopter.NewPropResult(r.(result).ok == st.(*state).expectNew, "InsertNew result differs from the model")
+}
+func (c insertNewCmd) String() string { return fmt.Sprintf("InsertNew(%v)", c.obj) }
+
+type deleteCmd struct{ key etf.Term }
+
+func (c deleteCmd) Run(s commands.SystemUnderTest) commands.Result {
+	return result{err: s.(*sut).tab.Delete(c.key)}
+}
+func (c deleteCmd) NextState(st commands.State) commands.State {
+	n := st.(*state).clone()
+	n.cur.Delete(c.key)
+	return n
+}
+func (deleteCmd) PreCondition(commands.State) bool { return true }
+func (deleteCmd) PostCondition(_ commands.State, r commands.Result) *gopter.PropResult {
+	return okIfNoErr(r)
+}
+func (c deleteCmd) String() string { return fmt.Sprintf("Delete(%v)", c.key) }
+
+type deleteObjectCmd struct{ obj etf.Term }
+
+func (c deleteObjectCmd) Run(s commands.SystemUnderTest) commands.Result {
+	return result{err: s.(*sut).tab.DeleteObject(c.obj)}
+}
+func (c deleteObjectCmd) NextState(st commands.State) commands.State {
+	n := st.(*state).clone()
+	n.cur.DeleteObject(c.obj)
+	return n
+}
+func (deleteObjectCmd) PreCondition(commands.State) bool { return true }
+func (deleteObjectCmd) PostCondition(_ commands.State, r commands.Result) *gopter.PropResult {
+	return okIfNoErr(r)
+}
+func (c deleteObjectCmd) String() string { return fmt.Sprintf("DeleteObject(%v)", c.obj) }
+
+type lookupCmd struct{ key etf.Term }
+
+func (c lookupCmd) Run(s commands.SystemUnderTest) commands.Result {
+	objs, err := s.(*sut).tab.Lookup(c.key)
+	return result{err: err, objs: encs(objs)}
+}
+func (lookupCmd) NextState(st commands.State) commands.State { return st }
+func (lookupCmd) PreCondition(commands.State) bool           { return true }
+func (c lookupCmd) PostCondition(st commands.State, r commands.Result) *gopter.PropResult {
+	if res := okIfNoErr(r); !res.Success() {
+		return res
+	}
+	want := encs(st.(*state).cur.Lookup(c.key))
+	return gopter.NewPropResult(slices.Equal(r.(result).objs, want), fmt.Sprintf("Lookup: %d objects, model %d (or a different order)", len(r.(result).objs), len(want)))
+}
+func (c lookupCmd) String() string { return fmt.Sprintf("Lookup(%v)", c.key) }
+
+type syncCmd struct{}
+
+func (syncCmd) Run(s commands.SystemUnderTest) commands.Result {
+	return result{err: s.(*sut).tab.Sync()}
+}
+func (syncCmd) NextState(st commands.State) commands.State {
+	n := st.(*state).clone()
+	n.saved = n.cur.Clone()
+	return n
+}
+func (syncCmd) PreCondition(commands.State) bool { return true }
+func (syncCmd) PostCondition(_ commands.State, r commands.Result) *gopter.PropResult {
+	return okIfNoErr(r)
+}
+func (syncCmd) String() string { return "Sync" }
+
+// reopenCmd closes and reopens with NoRepair, then checks the whole content.
+type reopenCmd struct{}
+
+func (reopenCmd) Run(s commands.SystemUnderTest) commands.Result {
+	u := s.(*sut)
+	if err := u.tab.Close(); err != nil {
+		return result{err: err}
+	}
+	tab, err := dets.Open(path, dets.Options{FS: memFS{u.cfs}})
+	if err != nil {
+		return result{err: err}
+	}
+	u.tab = tab
+	if err := tab.Check(); err != nil {
+		return result{err: err}
+	}
+	objs, err := contents(tab)
+	return result{err: err, objs: objs}
+}
+func (reopenCmd) NextState(st commands.State) commands.State {
+	n := st.(*state).clone()
+	n.saved = n.cur.Clone()
+	return n
+}
+func (reopenCmd) PreCondition(commands.State) bool { return true }
+func (reopenCmd) PostCondition(st commands.State, r commands.Result) *gopter.PropResult {
+	if res := okIfNoErr(r); !res.Success() {
+		return res
+	}
+	want := st.(*state).cur.Objects()
+	return gopter.NewPropResult(slices.Equal(r.(result).objs, want), fmt.Sprintf("after reopen: %d objects, model %d", len(r.(result).objs), len(want)))
+}
+func (reopenCmd) String() string { return "Reopen" }
+
+// crashCmd builds a crash image of the current file system, abandons the
+// table and reopens the image with AutoRepair.
+type crashCmd struct{ mode crashfs.Mode }
+
+func (c crashCmd) Run(s commands.SystemUnderTest) commands.Result {
+	u := s.(*sut)
+	img := u.cfs.Crash(c.mode, nil)
+	u.tab.Close() // on the old file system: the image is already taken
+	u.cfs = img
+	tab, err := dets.Open(path, dets.Options{FS: memFS{img}, Repair: dets.AutoRepair, Kind: u.kind})
+	if err != nil {
+		return result{err: err}
+	}
+	u.tab = tab
+	if err := tab.Check(); err != nil {
+		return result{err: err}
+	}
+	objs, err := contents(tab)
+	return result{err: err, objs: objs}
+}
+func (c crashCmd) NextState(st commands.State) commands.State {
+	n := st.(*state).clone()
+	if c.mode == crashfs.SyncedOnly {
+		n.cur = n.saved.Clone()
+	}
+	n.saved = n.cur.Clone() // a repaired (or clean) file is durable
+	return n
+}
+func (crashCmd) PreCondition(commands.State) bool { return true }
+func (c crashCmd) PostCondition(st commands.State, r commands.Result) *gopter.PropResult {
+	if res := okIfNoErr(r); !res.Success() {
+		return res
+	}
+	want := st.(*state).cur.Objects()
+	got := r.(result).objs
+	return gopter.NewPropResult(slices.Equal(got, want), fmt.Sprintf("after crash (%s): %d objects, model %d (missing %d, extra %d)",
+		c.mode, len(got), len(want), len(model.Missing(want, got)), len(model.Missing(got, want))))
+}
+func (c crashCmd) String() string { return fmt.Sprintf("Crash(%s)", c.mode) }
+
+// Generators. Keys are small integers or the same values as floats (1 and
+// 1.0 are different keys); values include one over 512 bytes.
+func genKey() gopter.Gen {
+	return gen.IntRange(0, 11).FlatMap(func(v any) gopter.Gen {
+		k := v.(int)
+		return gen.OneConstOf(etf.Term(etf.Int(k)), etf.Term(etf.Int(k)), etf.Term(etf.Float(k)))
+	}, nil)
+}
+
+func genObj() gopter.Gen {
+	return gopter.CombineGens(genKey(), gen.IntRange(0, 2), gen.OneConstOf(0, 3, 40, 700)).Map(func(v []any) etf.Term {
+		pad := v[2].(int)
+		return etf.Tuple{v[0].(etf.Term), etf.Int(v[1].(int)), etf.Binary(bytes.Repeat([]byte{byte(pad)}, pad))}
+	})
+}
+
+func kindCommands(kind dets.Kind) *commands.ProtoCommands {
+	return &commands.ProtoCommands{
+		NewSystemUnderTestFunc: func(commands.State) commands.SystemUnderTest {
+			cfs := crashfs.New()
+			tab, err := dets.Open(path, dets.Options{Kind: kind, FS: memFS{cfs}})
+			if err != nil {
+				panic(err) // an in-memory create cannot fail
+			}
+			return &sut{kind: kind, cfs: cfs, tab: tab}
+		},
+		DestroySystemUnderTestFunc: func(s commands.SystemUnderTest) { s.(*sut).tab.Close() },
+		InitialStateGen: gen.Const(&state{kind: kind,
+			cur: model.New(model.Kind(kind), 1), saved: model.New(model.Kind(kind), 1)}),
+		GenCommandFunc: func(commands.State) gopter.Gen {
+			return gen.Weighted([]gen.WeightedGen{
+				{Weight: 30, Gen: genObj().Map(func(o etf.Term) commands.Command { return insertCmd{[]etf.Term{o}} })},
+				{Weight: 4, Gen: gen.SliceOfN(3, genObj()).Map(func(os []etf.Term) commands.Command { return insertCmd{os} })},
+				{Weight: 6, Gen: genObj().Map(func(o etf.Term) commands.Command { return insertNewCmd{o} })},
+				{Weight: 8, Gen: genKey().Map(func(k etf.Term) commands.Command { return deleteCmd{k} })},
+				{Weight: 6, Gen: genObj().Map(func(o etf.Term) commands.Command { return deleteObjectCmd{o} })},
+				{Weight: 12, Gen: genKey().Map(func(k etf.Term) commands.Command { return lookupCmd{k} })},
+				{Weight: 6, Gen: gen.Const(commands.Command(syncCmd{}))},
+				{Weight: 3, Gen: gen.Const(commands.Command(reopenCmd{}))},
+				{Weight: 3, Gen: gen.Const(commands.Command(crashCmd{crashfs.SyncedOnly}))},
+				{Weight: 3, Gen: gen.Const(commands.Command(crashCmd{crashfs.AllWritten}))},
+			})
+		},
+	}
+}
+
+// TestCommands runs the stateful property for each kind.
+func TestCommands(t *testing.T) {
+	seed := propSeed(t)
+	for _, kind := range []dets.Kind{dets.Set, dets.Bag, dets.DuplicateBag} {
+		t.Run(kind.String(), func(t *testing.T) {
+			params := gopter.DefaultTestParametersWithSeed(seed + int64(kind))
+			params.MinSuccessfulTests = *minFlag
+			if testing.Short() {
+				params.MinSuccessfulTests = max(1, *minFlag/4)
+			}
+			params.MaxShrinkCount = 200
+			props := gopter.NewProperties(params)
+			props.Property(kind.String()+" against the model", commands.Prop(kindCommands(kind)))
+			props.TestingRun(t)
+		})
+	}
+}
+
+// TestCrashRecoveryExample pins one sequence by hand: a bag insert, sync,
+// re-insert (moves to the end), insert of a float key, then a power loss.
+func TestCrashRecoveryExample(t *testing.T) {
+	cfs := crashfs.New()
+	tab, err := dets.Open(path, dets.Options{Kind: dets.Bag, FS: memFS{cfs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := etf.Tuple{etf.Int(1), etf.Atom("a")}
+	b := etf.Tuple{etf.Int(1), etf.Atom("b")}
+	f := etf.Tuple{etf.Float(1), etf.Atom("a")}
+	for _, o := range []etf.Term{a, b} {
+		if err := tab.Insert(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tab.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.Insert(a, f); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := tab.Lookup(etf.Int(1))
+	if !slices.EqualFunc(got, []etf.Term{b, a}, etf.Equal) {
+		t.Fatalf("bag re-insert did not move the object to the end: %v", got)
+	}
+	img := cfs.Crash(crashfs.SyncedOnly, rand.New(rand.NewPCG(1, 1)))
+	tab.Close()
+	tab, err = dets.Open(path, dets.Options{FS: memFS{img}, Repair: dets.AutoRepair})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tab.Close()
+	if got, _ := tab.Lookup(etf.Float(1)); len(got) != 0 {
+		t.Fatalf("an unsynced insert survived a power loss: %v", got)
+	}
+	if got, _ := tab.Lookup(etf.Int(1)); !slices.EqualFunc(got, []etf.Term{a, b}, etf.Equal) {
+		t.Fatalf("after the power loss Lookup(1) = %v, want the synced [a b]", got)
+	}
+}
