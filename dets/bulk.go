@@ -101,7 +101,7 @@ func (t *Table) build(p bulkParams, src iter.Seq2[bulkObject, error]) error {
 	if err := flush(); err != nil {
 		return err
 	}
-	return t.save()
+	return t.save(true)
 }
 
 // buildFile writes a new, properly closed table file at path (replacing any

@@ -630,12 +630,16 @@ func (t *Table) Sync() error {
 	if !t.dirty || t.readOnly {
 		return nil
 	}
-	return t.fail(t.save())
+	return t.fail(t.save(true))
 }
 
-// Close saves the table (as Sync does) and closes the file. After an I/O
-// or corruption error the file is closed without saving, so it will need
-// repair, and that error is returned. Closing a closed table returns nil.
+// Close saves the table as Sync does, but without the final fsync of the
+// closed header (OTP's close does not fsync either): every object is on
+// disk before the header says "closed properly", and after a power loss
+// the file may need a repair that finds them all. Call Sync before Close
+// to make the clean state itself durable. After an I/O or corruption error
+// the file is closed without saving, so it will need repair, and that error
+// is returned. Closing a closed table returns nil.
 func (t *Table) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -646,7 +650,7 @@ func (t *Table) Close() error {
 	t.unregister()
 	err := t.err
 	if err == nil && t.dirty && !t.readOnly {
-		err = t.save()
+		err = t.save(false)
 	}
 	if cerr := t.f.Close(); err == nil {
 		err = cerr

@@ -401,10 +401,14 @@ func (t *Table) writeHeader(closed bool, flp uint32) error {
 	return err
 }
 
-// save writes the free lists and trailer at the end of the data and a
-// closed header, with an fsync after each (§6.1 perform_save, plus an fsync
-// OTP's close skips).
-func (t *Table) save() error {
+// save writes the free lists and trailer at the end of the data, fsyncs,
+// then writes a closed header (§6.1 perform_save). The first fsync orders
+// the data before the closed flag, so even a power loss never leaves a
+// "closed properly" header over data that did not reach the disk. With
+// durable set (Sync) a second fsync makes the closed header itself
+// durable; Close skips it, as OTP's close does: after a power loss the file
+// may need repair, which then finds every object Close had written.
+func (t *Table) save(durable bool) error {
 	flp := t.fileEnd
 	buf := t.bud.appendFreeLists(nil)
 	flBase := int64(0)
@@ -421,8 +425,10 @@ func (t *Table) save() error {
 	if err := t.writeHeader(true, uint32(flp)); err != nil {
 		return err
 	}
-	if err := t.f.Sync(); err != nil {
-		return err
+	if durable {
+		if err := t.f.Sync(); err != nil {
+			return err
+		}
 	}
 	t.dirty = false
 	t.physSize = flp + int64(len(buf))
