@@ -177,7 +177,7 @@ func (c *cmdCtx) demo(keep bool) error {
 	}
 	fmt.Fprintf(out, "\nThe writer had written %d objects before it was killed; %d of them survived the repair.\n",
 		len(demoWrites), survived)
-	fmt.Fprintln(out, "A repair keeps every object it can read; writes still buffered by a killed writer can be lost.")
+	fmt.Fprintln(out, "godets writes through to the file, so a killed writer loses no write it had finished; repair keeps every whole object it finds.")
 	return nil
 }
 
