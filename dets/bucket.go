@@ -203,10 +203,18 @@ func countRecords(b []byte) int {
 // into key groups without decoding: every object is validated, and keys
 // are kept as encodings. Encodings alias body.
 func parseRaw(kind Kind, keyPos int, body []byte) ([]group, *bucketError) {
+	gs, _, e := parseRawInto(kind, keyPos, body, nil, nil)
+	return gs, e
+}
+
+// parseRawInto is parseRaw reusing gs and, for a set, objs (both may be
+// nil), which it returns (grown) for reuse; the groups keep room for one
+// more.
+func parseRawInto(kind Kind, keyPos int, body []byte, gs []group, objs []object) ([]group, []object, *bucketError) {
 	if kind == Set {
 		n := countRecords(body)
-		gs := make([]group, 0, n)
-		objs := make([]object, n)
+		gs = slices.Grow(gs[:0], n+1)
+		objs = slices.Grow(objs[:0], n)[:n]
 		e := parseObjects(body, bucketHeaderSize, func(enc []byte, off int) *bucketError {
 			o, e := rawObject(enc, keyPos, off)
 			if e != nil {
@@ -224,17 +232,17 @@ func parseRaw(kind Kind, keyPos int, body []byte) ([]group, *bucketError) {
 			gs = append(gs, g)
 			return nil
 		})
-		return gs, e
+		return gs, objs, e
 	}
-	var gs []group
+	gs = gs[:0]
 	off := 0
 	for off < len(body) {
 		if len(body)-off < 4 {
-			return nil, &bucketError{bucketHeaderSize + off, "truncated key group size"}
+			return nil, objs, &bucketError{bucketHeaderSize + off, "truncated key group size"}
 		}
 		sz := int(be.Uint32(body[off:]))
 		if sz < 9 || sz > len(body)-off {
-			return nil, &bucketError{bucketHeaderSize + off, fmt.Sprintf("key group size %d out of range", sz)}
+			return nil, objs, &bucketError{bucketHeaderSize + off, fmt.Sprintf("key group size %d out of range", sz)}
 		}
 		var g group
 		first := true
@@ -256,12 +264,12 @@ func parseRaw(kind Kind, keyPos int, body []byte) ([]group, *bucketError) {
 			return nil
 		})
 		if e != nil {
-			return nil, e
+			return nil, objs, e
 		}
 		gs = append(gs, g)
 		off += sz
 	}
-	return gs, nil
+	return gs, objs, nil
 }
 
 // termKey returns the key of o's decoded term, or nil when o is not decoded.

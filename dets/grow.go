@@ -3,6 +3,7 @@ package dets
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/godets/godets/etf"
 )
@@ -55,53 +56,134 @@ func (t *Table) grow() error {
 // match the file; it makes even ErrFileTooLarge sticky.
 var errInconsistent = errors.New("dets: table state left inconsistent")
 
+// growAt splits the 256 slots of segment N/256 into themselves and the new
+// segment seg, working on raw buckets (keys are hashed from their
+// encodings; nothing is decoded). The writes go in phases so that a crash
+// between any two of them never loses an object (a repair scan finds every
+// ACTIVE bucket):
+//
+//  1. new blocks: split-off buckets, the new segment (with its entries) and
+//     a new part, none referenced yet;
+//  2. in-place rewrites of the buckets that keep fewer keys;
+//  3. the pointer to the new segment (or part), then the old segment's
+//     entries in one write;
+//  4. FREE marks on the blocks no slot uses any more.
+//
+// A bucket whose keys all move is not rewritten: the new slot takes over its
+// block. Within a phase, adjacent writes are merged.
 func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
-	var b [4]byte
-	if partAddr >= 0 {
-		p := seg / segsPerPart
-		if err := t.writeAt(make([]byte, partSize), partAddr); err != nil {
-			return err
-		}
-		be.PutUint32(b[:], uint32(partAddr))
-		if err := t.writeAt(b[:], partTableOff+4*int64(p)); err != nil {
-			return err
-		}
-		t.parts[p] = uint32(partAddr)
-	}
-	if err := t.writeAt(make([]byte, segmentSize), segAddr); err != nil {
-		return err
-	}
-	be.PutUint32(b[:], uint32(segAddr))
-	if err := t.writeAt(b[:], int64(t.parts[seg/segsPerPart])+4*int64(seg%segsPerPart)); err != nil {
-		return err
-	}
-	t.segs = append(t.segs, uint32(segAddr))
-	t.segCache = append(t.segCache, new([slotsPerSeg]slotEntry))
-
 	m, n := t.h.m, t.h.n
-	for i := n; i < n+slotsPerSeg; i++ {
-		gs, e, err := t.readGroups(i)
+	oldSeg := n / slotsPerSeg
+	if _, err := t.entry(n); err != nil { // loads the old segment
+		return err
+	}
+	olds := t.segCache[oldSeg]
+	news := new([slotsPerSeg]slotEntry)
+	sc := getScratch()
+	defer putScratch(sc)
+	fresh, inPlace := &sc.fresh, &sc.inPlace
+	fresh.reset()
+	inPlace.reset()
+	var freed []slotEntry
+	oldChanged := false
+	for j := range slotsPerSeg {
+		e := olds[j]
+		if e.size == 0 {
+			continue
+		}
+		gs, _, err := t.readRawInto(n+uint32(j), sc)
 		if err != nil {
 			return err
 		}
-		if len(gs) == 0 {
-			continue
-		}
-		var keep, move []group
-		for _, g := range gs {
-			if hashTerm(g.key)&(2*m-1) >= m {
-				move = append(move, g)
+		keep, move := sc.keep[:0], sc.move[:0]
+		for k := range gs {
+			h, err := groupHash(&gs[k], t.keyPos)
+			if err != nil {
+				return err
+			}
+			if h&(2*m-1) >= m {
+				move = append(move, gs[k])
 			} else {
-				keep = append(keep, g)
+				keep = append(keep, gs[k])
 			}
 		}
-		if len(move) == 0 {
+		sc.keep, sc.move = keep, move
+		switch {
+		case len(move) == 0:
+			continue
+		case len(keep) == 0:
+			news[j], olds[j] = e, slotEntry{}
+			oldChanged = true
 			continue
 		}
-		if err := t.writeGroups(i+m, slotEntry{}, move); err != nil {
+		size := bucketSize(t.kind, move)
+		if size > 1<<31 {
+			return ErrFileTooLarge
+		}
+		ptr, err := t.bud.alloc(size)
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, t.path)
+		}
+		t.h.counters[counterIndex(size)]++
+		fresh.appendBucket(ptr, t.kind, move)
+		news[j] = slotEntry{uint32(size), uint32(ptr)}
+
+		size = bucketSize(t.kind, keep)
+		if log2ceil(size) == log2ceil(int64(e.size)) {
+			inPlace.appendBucket(int64(e.ptr), t.kind, keep)
+			olds[j] = slotEntry{uint32(size), e.ptr}
+		} else {
+			ptr, err := t.bud.alloc(size)
+			if err != nil {
+				return fmt.Errorf("%w: %s", err, t.path)
+			}
+			t.h.counters[counterIndex(size)]++
+			fresh.appendBucket(ptr, t.kind, keep)
+			olds[j] = slotEntry{uint32(size), uint32(ptr)}
+			freed = append(freed, e)
+		}
+		oldChanged = true
+	}
+
+	// Phase 1: the new segment, and the part pointing to it when new.
+	fresh.add(segAddr, appendEntries(fresh.scratch(segmentSize), news))
+	var ptrOff int64
+	if partAddr >= 0 {
+		p := seg / segsPerPart
+		part := fresh.scratch(partSize)[:partSize]
+		clear(part)
+		be.PutUint32(part[4*(seg%segsPerPart):], uint32(segAddr))
+		fresh.add(partAddr, part)
+		ptrOff = partTableOff + 4*int64(p)
+	} else {
+		ptrOff = int64(t.parts[seg/segsPerPart]) + 4*int64(seg%segsPerPart)
+	}
+	if err := t.flush(fresh); err != nil {
+		return err
+	}
+	if err := t.flush(inPlace); err != nil {
+		return err
+	}
+	var b [4]byte
+	if partAddr >= 0 {
+		be.PutUint32(b[:], uint32(partAddr))
+		t.parts[seg/segsPerPart] = uint32(partAddr)
+	} else {
+		be.PutUint32(b[:], uint32(segAddr))
+	}
+	if err := t.writeAt(b[:], ptrOff); err != nil {
+		return err
+	}
+	t.segs = append(t.segs, uint32(segAddr))
+	t.segCache = append(t.segCache, news)
+	if oldChanged {
+		var sb [segmentSize]byte
+		if err := t.writeAt(appendEntries(sb[:0], olds), int64(t.segs[oldSeg])); err != nil {
 			return err
 		}
-		if err := t.writeGroups(i, e, keep); err != nil {
+	}
+	for _, e := range freed {
+		if err := t.freeBucket(e); err != nil {
 			return err
 		}
 	}
@@ -111,6 +193,97 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		t.h.n += slotsPerSeg
 	}
 	t.h.next += slotsPerSeg
+	return nil
+}
+
+// groupHash returns the phash2 of g's key, from its encoding when it can.
+func groupHash(g *group, keyPos int) (uint32, error) {
+	if g.kenc != nil {
+		if h, ok := etf.Phash2Body(g.kenc); ok {
+			return h, nil
+		}
+	}
+	k, err := g.keyTerm(keyPos)
+	if err != nil {
+		return 0, err
+	}
+	return hashTerm(k), nil
+}
+
+// appendEntries appends the on-disk form of a segment's slot entries.
+func appendEntries(dst []byte, es *[slotsPerSeg]slotEntry) []byte {
+	for _, e := range es {
+		dst = be.AppendUint32(dst, e.size)
+		dst = be.AppendUint32(dst, e.ptr)
+	}
+	return dst
+}
+
+// writeBatch collects writes that may go to the file in any order; flush
+// merges those that touch end to end into one write.
+type writeBatch struct {
+	buf []byte
+	ws  []pendingWrite
+}
+
+type pendingWrite struct {
+	off    int64
+	lo, hi int // the bytes, buf[lo:hi]
+}
+
+func (w *writeBatch) reset() { w.buf, w.ws = w.buf[:0], w.ws[:0] }
+
+// scratch returns an empty slice at the end of w.buf with room for n bytes,
+// to be filled and passed to add.
+func (w *writeBatch) scratch(n int) []byte {
+	w.buf = slices.Grow(w.buf, n)
+	return w.buf[len(w.buf):len(w.buf):cap(w.buf)]
+}
+
+// add queues b for offset off; b may be a slice returned by scratch.
+func (w *writeBatch) add(off int64, b []byte) {
+	lo := len(w.buf)
+	if len(b) > 0 && cap(w.buf) > lo && &w.buf[:lo+1][lo] == &b[0] {
+		w.buf = w.buf[:lo+len(b)] // filled in place
+	} else {
+		w.buf = append(w.buf, b...)
+	}
+	w.ws = append(w.ws, pendingWrite{off, lo, len(w.buf)})
+}
+
+// appendBucket queues the bucket holding gs for offset off.
+func (w *writeBatch) appendBucket(off int64, kind Kind, gs []group) {
+	lo := len(w.buf)
+	w.buf = appendBucket(w.buf, kind, gs)
+	w.ws = append(w.ws, pendingWrite{off, lo, len(w.buf)})
+}
+
+// flush writes w's data, merging adjacent writes, and empties w.
+func (t *Table) flush(w *writeBatch) error {
+	slices.SortFunc(w.ws, func(a, b pendingWrite) int { return cmpInt64(a.off, b.off) })
+	var run []byte
+	defer w.reset()
+	for i := 0; i < len(w.ws); {
+		p := w.ws[i]
+		j := i + 1
+		end := p.off + int64(p.hi-p.lo)
+		for j < len(w.ws) && w.ws[j].off == end {
+			end += int64(w.ws[j].hi - w.ws[j].lo)
+			j++
+		}
+		data := w.buf[p.lo:p.hi]
+		if j > i+1 {
+			run = run[:0]
+			for _, q := range w.ws[i:j] {
+				run = append(run, w.buf[q.lo:q.hi]...)
+			}
+			data = run
+		}
+		if err := t.writeAt(data, p.off); err != nil {
+			return err
+		}
+		i = j
+	}
 	return nil
 }
 

@@ -47,19 +47,82 @@ type prepared struct {
 }
 
 func (t *Table) prepare(objs []etf.Term) ([]prepared, error) {
-	ps := make([]prepared, len(objs))
+	return t.prepareInto(nil, objs)
+}
+
+// prepareInto is prepare; with sc it reuses sc's buffers (the encodings go
+// into sc.enc), so the result is valid until sc is put back.
+func (t *Table) prepareInto(sc *opScratch, objs []etf.Term) ([]prepared, error) {
+	var ps []prepared
+	var buf []byte
+	if sc != nil {
+		ps = slices.Grow(sc.ps[:0], len(objs))[:len(objs)]
+		sc.ps = ps
+		buf = sc.enc[:0]
+	} else {
+		ps = make([]prepared, len(objs))
+	}
 	for i, o := range objs {
 		k, ok := keyOf(o, t.keyPos)
 		if !ok {
 			return nil, fmt.Errorf("%w: object %d is not a tuple with at least %d elements", ErrBadObject, i, t.keyPos)
 		}
-		enc, err := encodeTerm(o)
+		var enc []byte
+		var err error
+		if sc != nil {
+			// Earlier encodings stay valid if buf moves: they keep the
+			// old array.
+			n := len(buf)
+			if buf, err = etf.AppendEncode(buf, o); err == nil {
+				enc = buf[n:len(buf):len(buf)]
+			}
+			sc.enc = buf
+		} else {
+			enc, err = encodeTerm(o)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: object %d: %w", ErrBadObject, i, err)
 		}
 		ps[i] = prepared{key: k, obj: object{term: o, enc: enc, kenc: keySpan(enc, t.keyPos)}, hash: keyHash(k)}
 	}
 	return ps, nil
+}
+
+// opScratch holds the reusable buffers of one operation (see scratchPool).
+// Nothing in it outlives the operation.
+type opScratch struct {
+	ps         []prepared
+	enc        []byte
+	gs         []group
+	objs, slab []object
+	idx        []int
+	slots      []uint32
+	keep, move []group
+	fresh      writeBatch
+	inPlace    writeBatch
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(opScratch) }}
+
+// maxScratch bounds the buffers kept for reuse.
+const maxScratch = 1 << 20
+
+func getScratch() *opScratch { return scratchPool.Get().(*opScratch) }
+
+// putScratch drops sc's references to terms and encodings and returns it.
+func putScratch(sc *opScratch) {
+	clear(sc.ps)
+	clear(sc.gs)
+	clear(sc.objs)
+	clear(sc.slab)
+	clear(sc.keep)
+	clear(sc.move)
+	sc.ps, sc.gs, sc.objs, sc.slab, sc.keep, sc.move = sc.ps[:0], sc.gs[:0], sc.objs[:0], sc.slab[:0], sc.keep[:0], sc.move[:0]
+	if cap(sc.enc) > maxScratch || cap(sc.fresh.buf) > maxScratch || cap(sc.inPlace.buf) > maxScratch ||
+		cap(sc.gs) > maxScratch/64 || cap(sc.ps) > maxScratch/64 {
+		return // let a huge one go
+	}
+	scratchPool.Put(sc)
 }
 
 // insertChunk bounds how many objects go in before the table may grow, so
@@ -76,20 +139,22 @@ func (t *Table) Insert(objs ...etf.Term) error {
 		return err
 	}
 	defer t.mu.Unlock()
-	ps, err := t.prepare(objs)
+	sc := getScratch()
+	defer putScratch(sc)
+	ps, err := t.prepareInto(sc, objs)
 	if err != nil {
 		return err
 	}
-	return t.fail(t.insertPrepared(ps))
+	return t.fail(t.insertPrepared(sc, ps))
 }
 
-func (t *Table) insertPrepared(ps []prepared) error {
+func (t *Table) insertPrepared(sc *opScratch, ps []prepared) error {
 	if err := t.markDirty(); err != nil {
 		return err
 	}
 	for len(ps) > 0 {
 		n := min(len(ps), insertChunk)
-		if err := t.insertBatch(ps[:n]); err != nil {
+		if err := t.insertBatch(sc, ps[:n]); err != nil {
 			return err
 		}
 		ps = ps[n:]
@@ -101,15 +166,14 @@ func (t *Table) insertPrepared(ps []prepared) error {
 }
 
 // insertBatch applies ps slot by slot, writing each touched bucket once.
-func (t *Table) insertBatch(ps []prepared) error {
-	var idx []int
-	var slots []uint32
+func (t *Table) insertBatch(sc *opScratch, ps []prepared) error {
+	idx := slices.Grow(sc.idx[:0], len(ps))[:len(ps)]
+	slots := slices.Grow(sc.slots[:0], len(ps))[:len(ps)]
+	sc.idx, sc.slots = idx, slots
 	if len(ps) == 1 {
 		// The common single insert needs no sorting.
-		idx, slots = []int{0}, []uint32{t.slotFor(ps[0].hash)}
+		idx[0], slots[0] = 0, t.slotFor(ps[0].hash)
 	} else {
-		idx = make([]int, len(ps))
-		slots = make([]uint32, len(ps))
 		for i := range ps {
 			idx[i] = i
 			slots[i] = t.slotFor(ps[i].hash)
@@ -122,17 +186,18 @@ func (t *Table) insertBatch(ps []prepared) error {
 		for end < len(idx) && slots[idx[end]] == slot {
 			end++
 		}
-		gs, e, err := t.readRaw(slot)
+		gs, e, err := t.readRawInto(slot, sc)
 		if err != nil {
 			return err
 		}
 		var keys, objs int
 		for _, i := range idx[start:end] {
 			var dk, do int
-			gs, dk, do = applyInsertAt(t.kind, gs, ps[i].key, ps[i].obj, t.keyPos)
+			gs, dk, do = applyInsertSlab(t.kind, gs, ps[i].key, ps[i].obj, t.keyPos, &sc.slab)
 			keys += dk
 			objs += do
 		}
+		sc.gs = gs
 		// Counts change only once the bucket is written, so a full file
 		// (ErrFileTooLarge) leaves them exact.
 		if err := t.writeGroups(slot, e, gs); err != nil {
@@ -163,7 +228,9 @@ func (t *Table) InsertNew(objs ...etf.Term) (bool, error) {
 		return false, err
 	}
 	defer t.mu.Unlock()
-	ps, err := t.prepare(objs)
+	sc := getScratch()
+	defer putScratch(sc)
+	ps, err := t.prepareInto(sc, objs)
 	if err != nil {
 		return false, err
 	}
@@ -179,7 +246,7 @@ func (t *Table) InsertNew(objs ...etf.Term) (bool, error) {
 			return false, nil
 		}
 	}
-	return true, t.fail(t.insertPrepared(ps))
+	return true, t.fail(t.insertPrepared(sc, ps))
 }
 
 // keyBufs holds scratch buffers for key encodings.
@@ -424,10 +491,11 @@ func (t *Table) All() iter.Seq2[etf.Term, error] {
 	return func(yield func(etf.Term, error) bool) {
 		var objs []etf.Term
 		var win []byte
+		var bd etf.BatchDecoder
 		for slot := uint32(0); ; {
 			var done bool
 			var err error
-			objs, slot, done, err = t.batchObjects(slot, objs[:0], &win)
+			objs, slot, done, err = t.batchObjects(slot, objs[:0], &win, &bd)
 			if err != nil {
 				yield(nil, err)
 				return
@@ -455,7 +523,7 @@ const (
 // end of the table. When the batch's buckets lie close together they are
 // read with one pread into *win; otherwise, or when anything looks wrong,
 // bucket by bucket (which reports the errors).
-func (t *Table) batchObjects(from uint32, dst []etf.Term, win *[]byte) ([]etf.Term, uint32, bool, error) {
+func (t *Table) batchObjects(from uint32, dst []etf.Term, win *[]byte, bd *etf.BatchDecoder) ([]etf.Term, uint32, bool, error) {
 	if err := t.begin(false); err != nil {
 		return dst, from, false, err
 	}
@@ -510,13 +578,38 @@ func (t *Table) batchObjects(from uint32, dst []etf.Term, win *[]byte) ([]etf.Te
 				return dst, from, false, t.fail(err)
 			}
 		}
+		if t.kind == Set {
+			// Decoding validates; a set's bucket needs no more checks
+			// than parseRaw's (each object a tuple holding the key).
+			n := len(dst)
+			be := parseObjects(body, bucketHeaderSize, func(enc []byte, off int) *bucketError {
+				o, err := bd.Decode(enc)
+				if err != nil {
+					return &bucketError{off, "undecodable object: " + err.Error()}
+				}
+				if _, ok := keyOf(o, t.keyPos); !ok {
+					return &bucketError{off, fmt.Sprintf("object is not a tuple with at least %d elements", t.keyPos)}
+				}
+				dst = append(dst, o)
+				return nil
+			})
+			if be != nil {
+				clear(dst[n:])
+				return dst[:n], from, false, t.fail(corrupt(t.path, "object", int64(e.ptr)+int64(be.off), "slot %d: %s", s, be.reason))
+			}
+			continue
+		}
 		gs, be := parseRaw(t.kind, t.keyPos, body)
 		if be != nil {
 			return dst, from, false, t.fail(corrupt(t.path, "object", int64(e.ptr)+int64(be.off), "slot %d: %s", s, be.reason))
 		}
 		for i := range gs {
 			for j := range gs[i].objs {
-				o, err := gs[i].objs[j].decoded()
+				o := gs[i].objs[j].term
+				var err error
+				if o == nil {
+					o, err = bd.Decode(gs[i].objs[j].enc)
+				}
 				if err != nil {
 					return dst, from, false, t.fail(corrupt(t.path, "object", int64(e.ptr), "slot %d: undecodable object: %v", s, err))
 				}
@@ -663,15 +756,30 @@ func (t *Table) Close() error {
 // (see parseRaw). The groups alias t.rbuf: they are valid until the next
 // bucket read.
 func (t *Table) readRaw(slot uint32) ([]group, slotEntry, error) {
+	return t.readRawInto(slot, nil)
+}
+
+// readRawInto is readRaw; with sc the groups reuse sc's buffers.
+func (t *Table) readRawInto(slot uint32, sc *opScratch) ([]group, slotEntry, error) {
 	e, err := t.entry(slot)
 	if err != nil || e.size == 0 {
+		if sc != nil {
+			return sc.gs[:0], e, err
+		}
 		return nil, e, err
 	}
 	body, err := t.readBucket(slot, e)
 	if err != nil {
 		return nil, e, err
 	}
-	gs, be := parseRaw(t.kind, t.keyPos, body)
+	var gs []group
+	var be *bucketError
+	if sc != nil {
+		gs, sc.objs, be = parseRawInto(t.kind, t.keyPos, body, sc.gs, sc.objs)
+		sc.gs = gs
+	} else {
+		gs, be = parseRaw(t.kind, t.keyPos, body)
+	}
 	if be != nil {
 		return nil, e, corrupt(t.path, "object", int64(e.ptr)+int64(be.off), "slot %d: %s", slot, be.reason)
 	}

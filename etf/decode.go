@@ -151,8 +151,55 @@ func decodeCompressed(b []byte) (Term, error) {
 type decoder struct {
 	b        []byte
 	off      int
-	inflated bool   // offsets refer to decompressed data
-	arena    []byte // backing store for binaries' bytes (see clone)
+	inflated bool          // offsets refer to decompressed data
+	arena    []byte        // backing store for binaries' bytes (see clone)
+	batch    *BatchDecoder // shared backing stores, or nil
+}
+
+// BatchDecoder decodes many terms (Decode), sharing the backing arrays of
+// tuple elements and of binaries between them: decoding a batch of small
+// terms costs a few allocations per term fewer than Decode. Results never
+// alias the input, and are never reused or written by later calls; but one
+// retained term keeps the shared chunk it lives in (a few KiB) alive. The
+// zero value is ready to use; a BatchDecoder is not safe for concurrent use.
+type BatchDecoder struct {
+	terms []Term
+	bytes []byte
+}
+
+const (
+	batchTerms = 256  // tuple elements per shared chunk
+	batchBytes = 8192 // binary bytes per shared chunk
+)
+
+// Decode is the package's Decode, drawing on bd's shared chunks.
+func (bd *BatchDecoder) Decode(b []byte) (Term, error) {
+	if len(b) == 0 || b[0] != tagVersion || (len(b) >= 2 && b[1] == tagCompressed) {
+		return Decode(b)
+	}
+	d := decoder{b: b, off: 1, batch: bd}
+	t, err := d.term(0)
+	if err != nil {
+		return nil, err
+	}
+	if d.off != len(b) {
+		return nil, derr(d.off, "%d trailing bytes after the term", len(b)-d.off)
+	}
+	return t, nil
+}
+
+// tuple returns a zeroed n-element tuple, from the shared chunk when small.
+func (d *decoder) tuple(n int) Tuple {
+	bd := d.batch
+	if bd == nil || n > batchTerms/4 {
+		return make(Tuple, n)
+	}
+	if cap(bd.terms)-len(bd.terms) < n {
+		bd.terms = make([]Term, 0, batchTerms)
+	}
+	a := len(bd.terms)
+	bd.terms = bd.terms[:a+n]
+	return Tuple(bd.terms[a : a+n : a+n])
 }
 
 // clone copies n bytes of input from d.off for a binary, moving past them.
@@ -163,6 +210,14 @@ func (d *decoder) clone(n int) []byte {
 	src := d.take(n)
 	if n == 0 {
 		return []byte{}
+	}
+	if bd := d.batch; bd != nil && n <= batchBytes/4 {
+		if cap(bd.bytes)-len(bd.bytes) < n {
+			bd.bytes = make([]byte, 0, batchBytes)
+		}
+		a := len(bd.bytes)
+		bd.bytes = append(bd.bytes, src...)
+		return bd.bytes[a : a+n : a+n]
 	}
 	if cap(d.arena)-len(d.arena) < n {
 		d.arena = make([]byte, 0, n+len(d.b)-d.off)
@@ -270,7 +325,7 @@ func (d *decoder) term(depth int) (Term, error) {
 		if err := d.need(n, "tuple elements"); err != nil {
 			return nil, err
 		}
-		t := make(Tuple, n)
+		t := d.tuple(int(n))
 		for i := range t {
 			e, err := d.term(depth + 1)
 			if err != nil {

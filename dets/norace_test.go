@@ -1,0 +1,5 @@
+//go:build !race
+
+package dets
+
+const raceEnabled = false
