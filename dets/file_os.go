@@ -18,9 +18,9 @@ func (f osFile) Size() (int64, error) {
 	return fi.Size(), nil
 }
 
-// OpenFile opens name with os.OpenFile.
+// OpenFile opens name with os.OpenFile flag semantics (close-on-exec).
 func (OSFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
-	f, err := os.OpenFile(name, flag, perm)
+	f, err := openOSFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}

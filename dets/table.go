@@ -39,8 +39,9 @@ type Table struct {
 	regID      fileID // identity in openTables while registered
 	registered bool
 
-	rbuf []byte // bucket read buffer, reused under mu
-	wbuf []byte // bucket write buffer, reused under mu
+	small [slotEntrySize]byte // scratch for slot entries and status words, under mu
+	rbuf  []byte              // bucket read buffer, reused under mu
+	wbuf  []byte              // bucket write buffer, reused under mu
 }
 
 type slotEntry struct{ size, ptr uint32 }
@@ -459,10 +460,10 @@ func (t *Table) setEntry(slot uint32, e slotEntry) error {
 	if _, err := t.entry(slot); err != nil {
 		return err
 	}
-	var b [slotEntrySize]byte
-	be.PutUint32(b[:], e.size)
+	b := t.small[:slotEntrySize]
+	be.PutUint32(b, e.size)
 	be.PutUint32(b[4:], e.ptr)
-	if err := t.writeAt(b[:], int64(t.segs[s])+slotEntrySize*int64(slot%slotsPerSeg)); err != nil {
+	if err := t.writeAt(b, int64(t.segs[s])+slotEntrySize*int64(slot%slotsPerSeg)); err != nil {
 		return err
 	}
 	t.segCache[s][slot%slotsPerSeg] = e
@@ -567,9 +568,9 @@ func (t *Table) writeGroups(slot uint32, old slotEntry, gs []group) error {
 
 // freeBucket marks a bucket FREE on disk and returns its block.
 func (t *Table) freeBucket(e slotEntry) error {
-	var b [4]byte
-	be.PutUint32(b[:], statusFree)
-	if err := t.writeAt(b[:], int64(e.ptr)+4); err != nil {
+	b := t.small[:4]
+	be.PutUint32(b, statusFree)
+	if err := t.writeAt(b, int64(e.ptr)+4); err != nil {
 		return err
 	}
 	if i := counterIndex(int64(e.size)); i >= 0 && t.h.counters[i] > 0 {

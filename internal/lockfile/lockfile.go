@@ -44,6 +44,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -156,9 +157,9 @@ type Options struct {
 type Hooks struct {
 	// Flock replaces flock(2) for both locking and unlocking.
 	Flock func(fd int, how int) error
-	// Close replaces closing the sidecar descriptor. It must close f (tests
+	// Close replaces closing the sidecar descriptor. It must close fd (tests
 	// use it to report an extra failure after the real close).
-	Close func(f *os.File) error
+	Close func(fd int) error
 	// BeforeFlock runs after the sidecar is opened and checked, just before flock.
 	BeforeFlock func(sidecar string)
 	// FSType maps the statfs f_type the kernel reported to the one to judge.
@@ -176,6 +177,9 @@ type Target struct {
 	// dataID identifies the data file if it existed when resolved.
 	dataID     fileID
 	dataExists bool
+	// sidecarFresh is set when Resolve has just checked the sidecar name;
+	// the first attempt then skips repeating that check (see attempt).
+	sidecarFresh atomic.Bool
 }
 
 type fileID struct{ dev, ino uint64 }
@@ -183,11 +187,11 @@ type fileID struct{ dev, ino uint64 }
 // ID identifies a locked sidecar inode; equal IDs mean the same lock.
 type ID struct{ Dev, Ino uint64 }
 
-// Lock is a held sidecar lock. The *os.File stays referenced by the Lock, so
-// the lock lives as long as the Lock is reachable or until Unlock.
+// Lock is a held sidecar lock. It keeps the raw descriptor, which nothing
+// closes behind its back (no finalizer), so the lock lives until Unlock.
 type Lock struct {
 	mu      sync.Mutex
-	f       *os.File
+	fd      int
 	id      ID
 	target  *Target
 	hooks   *Hooks
@@ -280,24 +284,36 @@ func Resolve(path string, h *Hooks) (*Target, error) {
 	if path == "" {
 		return nil, &AliasError{Kind: InvalidName, Path: path}
 	}
+	if st, ok := statCanonical(path); ok {
+		// path is already the resolved path of an existing file.
+		t := &Target{raw: path, Data: path, Sidecar: path + SidecarSuffix}
+		if err := t.checkDataInfo(st, h); err != nil {
+			return nil, err
+		}
+		return t.finishResolve()
+	}
 	data, err := resolvePath(path)
 	if err != nil {
 		return nil, err
 	}
 	t := &Target{raw: path, Data: data, Sidecar: data + SidecarSuffix}
-	dir := filepath.Dir(data)
-	if err := checkFS(dir, h); err != nil {
-		return nil, err
-	}
 	if err := t.checkData(h); err != nil {
 		return nil, err
 	}
+	return t.finishResolve()
+}
+
+func (t *Target) finishResolve() (*Target, error) {
 	if err := checkSidecarName(t.Sidecar); err != nil {
 		return nil, err
 	}
+	t.sidecarFresh.Store(true)
 	return t, nil
 }
 
+// resolvePath resolves path as the kernel would and makes it absolute. An
+// already canonical path of an existing file never gets here (statCanonical
+// answers it first).
 func resolvePath(path string) (string, error) {
 	fi, err := os.Lstat(path)
 	switch {
@@ -342,15 +358,42 @@ func resolvePath(path string) (string, error) {
 	}
 }
 
-// checkData refuses a data file that exists but could be reached under
-// another sidecar, and records its identity for the re-check under the lock.
+// checkData refuses a data file (or, for a new file, a directory) on an
+// unsupported filesystem, and a data file that exists but could be reached
+// under another sidecar; it records the file's identity for the re-check
+// under the lock.
 func (t *Target) checkData(h *Hooks) error {
 	st, err := lstatID(t.Data)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return checkFS(filepath.Dir(t.Data), h)
 	}
 	if err != nil {
 		return err
+	}
+	return t.checkDataInfo(st, h)
+}
+
+// checkDataInfo is checkData for an existing data file whose (not followed)
+// stat result is st.
+func (t *Target) checkDataInfo(st statInfo, h *Hooks) error {
+	// A file that is not a mount root lies on its directory's mount, so one
+	// verdict for that mount covers both the directory and the file. It
+	// comes from the mount-ID cache when the kernel gave a unique mount ID
+	// that a sidecar descriptor has already been checked on; otherwise both
+	// are asked with statfs, as the directory first.
+	fsDone := false
+	if st.rootKnown && !st.mountRoot && st.mode.IsRegular() {
+		if magic, ok := cachedFSType(st); ok {
+			if err := judgeFS(magic, filepath.Dir(t.Data), h); err != nil {
+				return err
+			}
+			fsDone = true
+		}
+	}
+	if !fsDone {
+		if err := checkFS(filepath.Dir(t.Data), h); err != nil {
+			return err
+		}
 	}
 	switch {
 	case st.mode&fs.ModeSymlink != 0:
@@ -361,15 +404,17 @@ func (t *Target) checkData(h *Hooks) error {
 	case st.nlink != 1:
 		return &AliasError{Kind: HardLinkedData, Path: t.Data}
 	}
-	mnt, err := isMountRoot(t.Data)
+	mnt, err := mountRootOf(t.Data, st)
 	if err != nil {
 		return err
 	}
 	if mnt {
 		return &AliasError{Kind: MountPoint, Path: t.Data}
 	}
-	if err := checkFS(t.Data, h); err != nil {
-		return err
+	if !fsDone {
+		if err := checkFS(t.Data, h); err != nil {
+			return err
+		}
 	}
 	t.dataExists = true
 	t.dataID = st.id
@@ -394,7 +439,7 @@ func checkSidecarName(sidecar string) error {
 	case st.nlink != 1:
 		return &AliasError{Kind: HardLinkedSidecar, Path: sidecar}
 	}
-	mnt, err := isMountRoot(sidecar)
+	mnt, err := mountRootOf(sidecar, st)
 	if err != nil {
 		return err
 	}
@@ -408,19 +453,27 @@ func checkSidecarName(sidecar string) error {
 // blocking, then check that the path still names the locked inode and that the
 // data path still resolves to the same file.
 func (t *Target) attempt(h *Hooks) (*Lock, error) {
-	if err := checkSidecarName(t.Sidecar); err != nil {
-		return nil, err
+	// The name is checked before opening so that a FIFO, device or
+	// directory is never opened. Resolve has just done this check when the
+	// first attempt follows it; repeating it microseconds later would narrow
+	// no race (the open's O_NOFOLLOW, the fstat checks and the re-check under
+	// the lock are what close it), so only retries and later Acquire calls
+	// on the same Target check again.
+	if !t.sidecarFresh.CompareAndSwap(true, false) {
+		if err := checkSidecarName(t.Sidecar); err != nil {
+			return nil, err
+		}
 	}
-	f, err := openSidecar(t.Sidecar)
+	fd, err := openSidecar(t.Sidecar)
 	if err != nil {
 		return nil, err
 	}
-	l := &Lock{f: f, target: t, hooks: h}
+	l := &Lock{fd: fd, target: t, hooks: h}
 	fail := func(err error) (*Lock, error) {
 		l.closeOnly()
 		return nil, err
 	}
-	st, err := fstatID(f)
+	st, err := fstatID(fd, t.Sidecar)
 	if err != nil {
 		return fail(err)
 	}
@@ -430,7 +483,7 @@ func (t *Target) attempt(h *Hooks) (*Lock, error) {
 	case st.nlink != 1:
 		return fail(&AliasError{Kind: HardLinkedSidecar, Path: t.Sidecar})
 	}
-	if err := checkFDFS(f, h); err != nil {
+	if err := checkFDFS(fd, st, t.Sidecar, h); err != nil {
 		return fail(err)
 	}
 	l.id = ID{Dev: st.id.dev, Ino: st.id.ino}
@@ -466,6 +519,14 @@ func (t *Target) attempt(h *Hooks) (*Lock, error) {
 // recheckData confirms, under the lock, that the raw path still resolves to
 // the chosen data path and that an existing data file is the same inode.
 func (t *Target) recheckData() error {
+	if t.raw == t.Data {
+		// The caller gave the resolved path: it still resolves to itself
+		// exactly when no element of it has become a symlink, which one
+		// openat2(RESOLVE_NO_SYMLINKS) answers atomically.
+		if st, ok := statCanonical(t.Data); ok {
+			return t.recheckInfo(st)
+		}
+	}
 	data, err := resolvePath(t.raw)
 	if err != nil {
 		return err
@@ -483,6 +544,12 @@ func (t *Target) recheckData() error {
 	if err != nil {
 		return err
 	}
+	return t.recheckInfo(st)
+}
+
+// recheckInfo compares the data file's current stat result with the one
+// recorded by Resolve.
+func (t *Target) recheckInfo(st statInfo) error {
 	switch {
 	case !st.mode.IsRegular():
 		return &AliasError{Kind: NonRegularData, Path: t.Data}
@@ -509,7 +576,7 @@ func (l *Lock) ID() ID { return l.id }
 func (l *Lock) Unlock() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.release || l.f == nil {
+	if l.release || l.fd == noFD {
 		return ErrReleased
 	}
 	l.release = true
@@ -527,12 +594,14 @@ func (l *Lock) closeOnly() {
 }
 
 func (l *Lock) closeFile() error {
-	f := l.f
+	fd := l.fd
+	// Forget the number first: after close it may name another file.
+	l.fd = noFD
 	var err error
 	if l.hooks != nil && l.hooks.Close != nil {
-		err = l.hooks.Close(f)
+		err = l.hooks.Close(fd)
 	} else {
-		err = f.Close()
+		err = closeFD(fd)
 	}
 	if err != nil {
 		return fmt.Errorf("lockfile: closing sidecar: %w", err)

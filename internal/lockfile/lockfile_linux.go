@@ -5,8 +5,8 @@ package lockfile
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -19,10 +19,22 @@ const (
 	lockUnlock      = unix.LOCK_UN
 )
 
+// noFD marks a Lock whose descriptor is closed.
+const noFD = -1
+
+// statInfo is what the checks need from one stat call. statx fills every
+// field in one system call; the lstat/fstat fallback (kernels without statx,
+// or seccomp filters refusing it) leaves rootKnown and mntUnique false, and
+// the callers then ask the slower questions separately.
 type statInfo struct {
 	id    fileID
 	mode  fs.FileMode
 	nlink uint64
+	// rootKnown says whether mountRoot is the kernel's STATX_ATTR_MOUNT_ROOT.
+	rootKnown, mountRoot bool
+	// mntUnique says whether mnt is a STATX_MNT_ID_UNIQUE mount ID.
+	mntUnique bool
+	mnt       uint64
 }
 
 func fromStat(st *unix.Stat_t) statInfo {
@@ -31,6 +43,24 @@ func fromStat(st *unix.Stat_t) statInfo {
 		mode:  modeOf(st.Mode),
 		nlink: st.Nlink,
 	}
+}
+
+func fromStatx(sx *unix.Statx_t) statInfo {
+	si := statInfo{
+		// Same encoding as stat(2)'s st_dev, so IDs compare with fstat ones.
+		id:    fileID{dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), ino: sx.Ino},
+		mode:  modeOf(uint32(sx.Mode)),
+		nlink: uint64(sx.Nlink),
+	}
+	if sx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 {
+		si.rootKnown = true
+		si.mountRoot = sx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
+	}
+	if sx.Mask&unix.STATX_MNT_ID_UNIQUE != 0 {
+		si.mntUnique = true
+		si.mnt = sx.Mnt_id
+	}
+	return si
 }
 
 func modeOf(m uint32) fs.FileMode {
@@ -52,7 +82,27 @@ func modeOf(m uint32) fs.FileMode {
 	}
 }
 
+const statxMask = unix.STATX_BASIC_STATS | unix.STATX_MNT_ID_UNIQUE
+
+// statxFallback reports a statx failure that means "use the older calls".
+func statxFallback(err error) bool {
+	return errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM)
+}
+
+// lstatID stats path without following a final symlink (and without
+// triggering an automount), with the mount-root attribute and mount ID when
+// the kernel has them.
 func lstatID(path string) (statInfo, error) {
+	var sx unix.Statx_t
+	err := ignoringEINTR(func() error {
+		return unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, statxMask, &sx)
+	})
+	if err == nil {
+		return fromStatx(&sx), nil
+	}
+	if !statxFallback(err) {
+		return statInfo{}, &fs.PathError{Op: "statx", Path: path, Err: err}
+	}
 	var st unix.Stat_t
 	if err := ignoringEINTR(func() error { return unix.Lstat(path, &st) }); err != nil {
 		return statInfo{}, &fs.PathError{Op: "lstat", Path: path, Err: err}
@@ -60,20 +110,80 @@ func lstatID(path string) (statInfo, error) {
 	return fromStat(&st), nil
 }
 
-func fstatID(f *os.File) (statInfo, error) {
+// fstatID stats an open descriptor; name is for error messages.
+func fstatID(fd int, name string) (statInfo, error) {
+	var sx unix.Statx_t
+	err := ignoringEINTR(func() error {
+		return unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, statxMask, &sx)
+	})
+	if err == nil {
+		return fromStatx(&sx), nil
+	}
+	if !statxFallback(err) {
+		return statInfo{}, &fs.PathError{Op: "statx", Path: name, Err: err}
+	}
 	var st unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Fstat(int(f.Fd()), &st) }); err != nil {
-		return statInfo{}, &fs.PathError{Op: "fstat", Path: f.Name(), Err: err}
+	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+		return statInfo{}, &fs.PathError{Op: "fstat", Path: name, Err: err}
 	}
 	return fromStat(&st), nil
+}
+
+// statCanonical stats path if it is already fully resolved: absolute,
+// lexically clean, and naming an existing file reached through no symlink at
+// all (openat2 with RESOLVE_NO_SYMLINKS refuses any symlink element,
+// including the last, with ELOOP). That is exactly when resolvePath(path)
+// would return path unchanged, so callers may skip the element-by-element
+// walk of filepath.EvalSymlinks. The O_PATH descriptor never opens the file
+// itself (no FIFO or device open), and the stat is of that descriptor, so
+// the answer describes the very file the walk reached. ok is false whenever
+// the fast path cannot answer (relative or unclean path, any symlink, a
+// missing file, openat2 unavailable, any error); callers then take the
+// general path, which also reports the errors.
+func statCanonical(path string) (st statInfo, ok bool) {
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return statInfo{}, false
+	}
+	how := unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_NO_SYMLINKS,
+	}
+	var fd int
+	err := ignoringEINTR(func() (err error) {
+		fd, err = unix.Openat2(unix.AT_FDCWD, path, &how)
+		return err
+	})
+	if err != nil {
+		return statInfo{}, false
+	}
+	st, err = fstatID(fd, path)
+	unix.Close(fd)
+	if err != nil || st.mode&fs.ModeSymlink != 0 {
+		return statInfo{}, false
+	}
+	return st, true
+}
+
+// mountRootOf answers the mount-point question for path from st when statx
+// gave the attribute, and asks the kernel otherwise.
+func mountRootOf(path string, st statInfo) (bool, error) {
+	if st.rootKnown {
+		return st.mountRoot, nil
+	}
+	return isMountRoot(path)
 }
 
 func isLoop(err error) bool { return errors.Is(err, syscall.ELOOP) }
 
 // openSidecar opens (creating if needed) the sidecar without following a
 // symlink, without blocking on a FIFO, and close-on-exec so that children
-// started during a session do not inherit the lock.
-func openSidecar(path string) (*os.File, error) {
+// started during a session do not inherit the lock. It returns a raw
+// descriptor: no *os.File means no finalizer that could close it (and drop
+// the lock) while the Lock is still in use, and no fcntl calls to register
+// it with the poller. O_NONBLOCK is left set: the descriptor is only ever
+// given to fstat, flock and close, none of which look at it (flock's
+// blocking is chosen by LOCK_NB).
+func openSidecar(path string) (int, error) {
 	const flags = unix.O_CREAT | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY
 	var fd int
 	err := ignoringEINTR(func() (err error) {
@@ -90,21 +200,18 @@ func openSidecar(path string) (*os.File, error) {
 	}
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
-			return nil, &AliasError{Kind: SymlinkSidecar, Path: path}
+			return noFD, &AliasError{Kind: SymlinkSidecar, Path: path}
 		}
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return noFD, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	// O_NONBLOCK only mattered for the open itself.
-	if err := unix.SetNonblock(fd, false); err != nil {
-		unix.Close(fd)
-		return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
-	}
-	return os.NewFile(uintptr(fd), path), nil
+	return fd, nil
 }
+
+func closeFD(fd int) error { return unix.Close(fd) }
 
 // flock applies how to the sidecar descriptor, retrying EINTR.
 func (l *Lock) flock(how int) error {
-	fd := int(l.f.Fd())
+	fd := l.fd
 	call := unix.Flock
 	if l.hooks != nil && l.hooks.Flock != nil {
 		call = l.hooks.Flock
@@ -125,6 +232,45 @@ func ignoringEINTR(fn func() error) error {
 	}
 }
 
+// fsTypes caches statfs f_type by STATX_MNT_ID_UNIQUE mount ID. This is
+// sound because a mount is bound to one superblock for its whole life (a
+// remount changes options, never the filesystem type), and the unique mount
+// ID (Linux 6.8+) is never reused while the system runs, so an entry can
+// never describe a different mount. The classic mount ID and st_dev are both
+// reused after an unmount (anonymous devices such as tmpfs, overlay and FUSE
+// draw from one pool), so nothing is cached without the unique ID. Entries
+// are only learnt from a descriptor (statx and fstatfs of the same open
+// file), never from two lookups of a path that could change in between.
+var fsTypes struct {
+	sync.Mutex
+	m map[uint64]uint32
+}
+
+// maxFSTypes bounds the cache; it is cleared when full.
+const maxFSTypes = 1024
+
+func cachedFSType(st statInfo) (uint32, bool) {
+	if !st.mntUnique {
+		return 0, false
+	}
+	fsTypes.Lock()
+	magic, ok := fsTypes.m[st.mnt]
+	fsTypes.Unlock()
+	return magic, ok
+}
+
+func rememberFSType(st statInfo, magic uint32) {
+	if !st.mntUnique {
+		return
+	}
+	fsTypes.Lock()
+	if fsTypes.m == nil || len(fsTypes.m) >= maxFSTypes {
+		fsTypes.m = make(map[uint64]uint32)
+	}
+	fsTypes.m[st.mnt] = magic
+	fsTypes.Unlock()
+}
+
 // checkFS refuses a path on a filesystem that is not known to be local.
 func checkFS(path string, h *Hooks) error {
 	var st unix.Statfs_t
@@ -134,12 +280,19 @@ func checkFS(path string, h *Hooks) error {
 	return judgeFS(uint32(st.Type), path, h)
 }
 
-func checkFDFS(f *os.File, h *Hooks) error {
-	var st unix.Statfs_t
-	if err := ignoringEINTR(func() error { return unix.Fstatfs(int(f.Fd()), &st) }); err != nil {
-		return &fs.PathError{Op: "fstatfs", Path: f.Name(), Err: err}
+// checkFDFS is checkFS for the open descriptor fd, whose statx result is st.
+// The verdict comes from the mount-ID cache when it can, from fstatfs (which
+// then fills the cache) otherwise.
+func checkFDFS(fd int, st statInfo, name string, h *Hooks) error {
+	if magic, ok := cachedFSType(st); ok {
+		return judgeFS(magic, name, h)
 	}
-	return judgeFS(uint32(st.Type), f.Name(), h)
+	var sf unix.Statfs_t
+	if err := ignoringEINTR(func() error { return unix.Fstatfs(fd, &sf) }); err != nil {
+		return &fs.PathError{Op: "fstatfs", Path: name, Err: err}
+	}
+	rememberFSType(st, uint32(sf.Type))
+	return judgeFS(uint32(sf.Type), name, h)
 }
 
 func judgeFS(magic uint32, path string, h *Hooks) error {
@@ -155,7 +308,8 @@ func judgeFS(magic uint32, path string, h *Hooks) error {
 
 // isMountRoot reports whether path (not followed if a symlink) is the root of
 // a mount, which for a file means a single-file bind mount. statx's
-// STATX_ATTR_MOUNT_ROOT (Linux 5.8+) is exact. Without it, the mount ID is
+// STATX_ATTR_MOUNT_ROOT (Linux 5.8+) is exact; lstatID already asks for it, so
+// this runs only when that answer was missing. Without it, the mount ID is
 // compared with the parent directory's, and without that, the device number
 // (which misses same-filesystem bind mounts; documented limitation on old
 // kernels).
@@ -164,7 +318,7 @@ func isMountRoot(path string) (bool, error) {
 	const mask = unix.STATX_BASIC_STATS | unix.STATX_MNT_ID
 	var sx unix.Statx_t
 	err := ignoringEINTR(func() error { return unix.Statx(unix.AT_FDCWD, path, flags, mask, &sx) })
-	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+	if statxFallback(err) {
 		return devDiffers(path)
 	}
 	if err != nil {
@@ -187,13 +341,13 @@ func isMountRoot(path string) (bool, error) {
 }
 
 func devDiffers(path string) (bool, error) {
-	st, err := lstatID(path)
-	if err != nil {
-		return false, err
+	var st, pst unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Lstat(path, &st) }); err != nil {
+		return false, &fs.PathError{Op: "lstat", Path: path, Err: err}
 	}
-	pst, err := lstatID(filepath.Dir(path))
-	if err != nil {
-		return false, err
+	dir := filepath.Dir(path)
+	if err := ignoringEINTR(func() error { return unix.Lstat(dir, &pst) }); err != nil {
+		return false, &fs.PathError{Op: "lstat", Path: dir, Err: err}
 	}
-	return st.id.dev != pst.id.dev, nil
+	return st.Dev != pst.Dev, nil
 }

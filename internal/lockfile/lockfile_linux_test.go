@@ -792,9 +792,9 @@ func TestUnlockOrderAndFailures(t *testing.T) {
 			}
 			return unix.Flock(fd, how)
 		},
-		Close: func(f *os.File) error {
+		Close: func(fd int) error {
 			order = append(order, "close")
-			if err := f.Close(); err != nil {
+			if err := unix.Close(fd); err != nil {
 				return err
 			}
 			return injected
@@ -809,7 +809,7 @@ func TestUnlockOrderAndFailures(t *testing.T) {
 	if !errors.Is(err, injected) {
 		t.Fatalf("close failure not reported: %v", err)
 	}
-	if l.f.Fd() != ^uintptr(0) {
+	if l.fd != noFD {
 		t.Fatal("descriptor still open")
 	}
 	failUnlock = true
@@ -819,7 +819,7 @@ func TestUnlockOrderAndFailures(t *testing.T) {
 	if !errors.Is(err, unlockErr) || !errors.Is(err, injected) {
 		t.Fatalf("want both failures, got %v", err)
 	}
-	if !slices.Equal(order, []string{"unlock", "close"}) || l.f.Fd() != ^uintptr(0) {
+	if !slices.Equal(order, []string{"unlock", "close"}) || l.fd != noFD {
 		t.Fatalf("close skipped after unlock failure: %v", order)
 	}
 	// Closing released the lock despite the failed LOCK_UN.

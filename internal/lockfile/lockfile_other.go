@@ -2,10 +2,7 @@
 
 package lockfile
 
-import (
-	"io/fs"
-	"os"
-)
+import "io/fs"
 
 // Other systems are not supported yet: every entry point returns
 // ErrUnsupportedTarget before touching the file system.
@@ -14,19 +11,26 @@ const supported = false
 const (
 	lockExclusiveNB = 0
 	lockUnlock      = 0
+	noFD            = -1
 )
 
 type statInfo struct {
 	id    fileID
 	mode  fs.FileMode
 	nlink uint64
+
+	rootKnown, mountRoot bool
 }
 
-func lstatID(string) (statInfo, error)     { return statInfo{}, ErrUnsupportedTarget }
-func fstatID(*os.File) (statInfo, error)   { return statInfo{}, ErrUnsupportedTarget }
-func isLoop(error) bool                    { return false }
-func openSidecar(string) (*os.File, error) { return nil, ErrUnsupportedTarget }
-func (l *Lock) flock(int) error            { return ErrUnsupportedTarget }
-func checkFS(string, *Hooks) error         { return ErrUnsupportedTarget }
-func checkFDFS(*os.File, *Hooks) error     { return ErrUnsupportedTarget }
-func isMountRoot(string) (bool, error)     { return false, ErrUnsupportedTarget }
+func lstatID(string) (statInfo, error)              { return statInfo{}, ErrUnsupportedTarget }
+func fstatID(int, string) (statInfo, error)         { return statInfo{}, ErrUnsupportedTarget }
+func mountRootOf(string, statInfo) (bool, error)    { return false, ErrUnsupportedTarget }
+func cachedFSType(statInfo) (uint32, bool)          { return 0, false }
+func judgeFS(uint32, string, *Hooks) error          { return ErrUnsupportedTarget }
+func statCanonical(string) (statInfo, bool)         { return statInfo{}, false }
+func isLoop(error) bool                             { return false }
+func openSidecar(string) (int, error)               { return noFD, ErrUnsupportedTarget }
+func closeFD(int) error                             { return ErrUnsupportedTarget }
+func (l *Lock) flock(int) error                     { return ErrUnsupportedTarget }
+func checkFS(string, *Hooks) error                  { return ErrUnsupportedTarget }
+func checkFDFS(int, statInfo, string, *Hooks) error { return ErrUnsupportedTarget }
