@@ -57,8 +57,14 @@
 //     *CorruptionError).
 //   - The buddy base is FlBase when non-zero, else 1336 (OTP always resets
 //     it to 1336 on open; both are valid, see buddy.go).
-//   - Writes go straight to the file (no write cache); Sync and Close fsync.
-//     Close is idempotent.
+//   - Writes go straight to the file (no write cache), so a killed process
+//     loses no acknowledged operation. Sync fsyncs the data, then the closed
+//     header; Close orders the data before the closed header with one fsync
+//     and, like OTP's close, does not fsync the header itself. Close is
+//     idempotent.
+//   - Repair (repair.go) rebuilds beside the file and renames over it; it
+//     keeps MinNoSlots as it was (OTP raises it) and keeps the whole objects
+//     of a damaged bucket that OTP would drop.
 //   - The table grows eagerly: after each batch of inserts, one segment at a
 //     time while there are more keys than slots.
 package dets
