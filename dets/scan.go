@@ -1,0 +1,352 @@
+package dets
+
+import (
+	"fmt"
+	"iter"
+	"math/bits"
+	"slices"
+	"sync"
+
+	"github.com/godets/godets/etf"
+)
+
+// Full traversal (Table.All) reads the file in address order.
+//
+// A table built by single inserts has its buckets scattered over the file,
+// so reading them in slot order costs about one pread per bucket. All
+// instead takes the slots a window at a time: under the lock it collects
+// the window's non-empty slot entries, packed one per uint64 as
+//
+//	 63               32 31 30     25 24            0
+//	+-------------------+--+---------+--------------+
+//	|  bucket pointer   |0 |  class  |     slot     |
+//	+-------------------+--+---------+--------------+
+//
+// (class: log2 of the bucket's buddy block, which bounds the bucket even
+// after an in-place rewrite), sorts them by pointer and reads the buckets
+// with few large preads: a bucket starting at most scanGap bytes after the
+// previous one joins its read, up to scanRead bytes. Each read holds the
+// lock and looks at every slot entry again, so a bucket moved since the
+// window was collected is read from where it is now. Decoding and the
+// caller's loop body run without the lock.
+//
+// Memory is bounded whatever the table size: the packed entries and the
+// sort's scratch take 16 bytes a slot of one window (4 MiB at most), the
+// read buffer scanRead plus the largest bucket of a read.
+const (
+	scanSlots = 1 << 18   // slots per window
+	scanGap   = 4 << 10   // largest hole one read spans
+	scanRead  = 512 << 10 // bytes one read covers, unless one bucket is larger
+
+	scanSlotBits  = 25 // slot numbers are below maxSlotsLimit = 1<<25
+	scanSlotMask  = 1<<scanSlotBits - 1
+	scanClassBits = 6 // classes 0..32
+	scanClassMask = 1<<scanClassBits - 1
+	scanSortDigit = 11 // bits per radix-sort pass (3 passes for 32 bits)
+)
+
+func scanPack(slot uint32, e slotEntry) uint64 {
+	return uint64(e.ptr)<<32 | uint64(bits.Len32(e.size-1))<<scanSlotBits | uint64(slot)
+}
+
+func scanPtr(x uint64) int64   { return int64(x >> 32) }
+func scanSlot(x uint64) uint32 { return uint32(x) & scanSlotMask }
+func scanBlock(x uint64) int64 { return 1 << (x >> scanSlotBits & scanClassMask) }
+func scanEnd(x uint64) int64   { return scanPtr(x) + scanBlock(x) }
+func plausibleEntry(e slotEntry, fileEnd int64) bool {
+	return e.size >= bucketHeaderSize+5 && e.ptr >= baseAddr && int64(e.ptr)+int64(e.size) <= fileEnd
+}
+
+// scanState is the reusable state of one traversal (see scanPool).
+type scanState struct {
+	ents, tmp []uint64    // the window's packed entries; sort scratch
+	cur       []slotEntry // the current entries of a stretch
+	buf       []byte      // the current read
+	extra     []byte      // buckets read on their own (moved, or suspect)
+	refs      []scanRef
+	objs      []etf.Term
+	bd        etf.BatchDecoder
+
+	// Copied under the lock: InitTable may rewrite kind and keyPos.
+	kind   Kind
+	keyPos int
+}
+
+// scanRef locates the body of one bucket of the current read.
+type scanRef struct {
+	slot, ptr uint32 // for error messages
+	extra     bool   // in extra, not buf
+	off, n    int
+}
+
+var scanPool = sync.Pool{New: func() any { return new(scanState) }}
+
+func (st *scanState) release() {
+	clear(st.objs)
+	st.objs = st.objs[:0]
+	st.bd = etf.BatchDecoder{} // let the decoded terms' chunks go
+	if cap(st.buf) > 2*scanRead {
+		st.buf = nil
+	}
+	if cap(st.extra) > 2*scanRead {
+		st.extra = nil
+	}
+	scanPool.Put(st)
+}
+
+// All iterates over every object in file order: the slots a window of
+// 256Ki at a time (one window for most tables), within a window the
+// buckets in address order, within a bucket the keys in key order and each
+// key's objects oldest first. Like OTP's foldl, this is not slot order;
+// First, Next and Keys go in slot order.
+//
+// The table is locked only while a window's slot entries are collected and
+// while a stretch of buckets is read, never while the loop body runs, so
+// the body may use the table. Objects added or removed during the loop may
+// or may not be seen; an object that stays in the table throughout is seen
+// exactly once, or twice if the table grows meanwhile (a slot split moves
+// it to a slot not yet visited), as with OTP first/next without
+// safe_fixtable. An error ends the iteration.
+func (t *Table) All() iter.Seq2[etf.Term, error] {
+	return func(yield func(etf.Term, error) bool) {
+		st := scanPool.Get().(*scanState)
+		defer st.release()
+		for from := uint32(0); ; {
+			to, done, err := t.scanCollect(st, from)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if done {
+				return
+			}
+			st.sortByPtr()
+			for i := 0; i < len(st.ents); {
+				j := scanStretch(st.ents, i)
+				if err := t.scanRead(st, st.ents[i:j]); err != nil {
+					yield(nil, err)
+					return
+				}
+				for _, r := range st.refs {
+					objs, err := t.scanDecode(st, r)
+					if err != nil {
+						yield(nil, err)
+						return
+					}
+					for k, o := range objs {
+						objs[k] = nil // the caller owns o now
+						if !yield(o, nil) {
+							return
+						}
+					}
+				}
+				i = j
+			}
+			from = to
+		}
+	}
+}
+
+// scanCollect puts the non-empty slot entries of the window starting at
+// slot from into st.ents and returns the window's end; done reports that
+// from is past the table's end.
+func (t *Table) scanCollect(st *scanState, from uint32) (uint32, bool, error) {
+	if err := t.begin(false); err != nil {
+		return from, false, err
+	}
+	defer t.mu.Unlock()
+	st.kind, st.keyPos = t.kind, t.keyPos
+	if from >= t.h.next {
+		return from, true, nil
+	}
+	to := from + min(scanSlots, t.h.next-from)
+	ents := slices.Grow(st.ents[:0], int(min(to-from, t.h.noKeys+slotsPerSeg)))
+	for s := from; s < to; {
+		if _, err := t.entry(s); err != nil { // loads the segment
+			return from, false, t.fail(err)
+		}
+		seg := t.segCache[s/slotsPerSeg]
+		for i := s % slotsPerSeg; i < slotsPerSeg && s < to; i, s = i+1, s+1 {
+			if e := seg[i]; e.size != 0 {
+				ents = append(ents, scanPack(s, e))
+			}
+		}
+	}
+	st.ents = ents
+	return to, false, nil
+}
+
+// sortByPtr sorts st.ents by bucket pointer (LSD radix sort on the high
+// 32 bits, skipping digits all entries share).
+func (st *scanState) sortByPtr() {
+	a := st.ents
+	if len(a) < 256 {
+		slices.Sort(a) // the pointer is the most significant part
+		return
+	}
+	or, and := uint64(0), ^uint64(0)
+	for _, x := range a {
+		or |= x
+		and &= x
+	}
+	diff := (or ^ and) >> 32
+	st.tmp = slices.Grow(st.tmp[:0], len(a))[:len(a)]
+	src, dst := a, st.tmp
+	var cnt [1 << scanSortDigit]int
+	for shift := 0; shift < 32; shift += scanSortDigit {
+		if diff>>shift&(1<<scanSortDigit-1) == 0 {
+			continue
+		}
+		clear(cnt[:])
+		for _, x := range src {
+			cnt[x>>(32+shift)&(1<<scanSortDigit-1)]++
+		}
+		sum := 0
+		for i, c := range cnt {
+			cnt[i] = sum
+			sum += c
+		}
+		for _, x := range src {
+			d := x >> (32 + shift) & (1<<scanSortDigit - 1)
+			dst[cnt[d]] = x
+			cnt[d]++
+		}
+		src, dst = dst, src
+	}
+	st.ents, st.tmp = src, dst
+}
+
+// scanStretch returns the end of the stretch of sorted entries from i that
+// one read covers.
+func scanStretch(ents []uint64, i int) int {
+	lo, hi := scanPtr(ents[i]), scanEnd(ents[i])
+	j := i + 1
+	for ; j < len(ents); j++ {
+		p, end := scanPtr(ents[j]), max(hi, scanEnd(ents[j]))
+		if p > hi+scanGap || end-lo > scanRead {
+			break
+		}
+		hi = end
+	}
+	return j
+}
+
+// scanRead reads the buckets of a stretch of sorted entries, with one pread
+// for those still where the window saw them, and records their bodies in
+// st.refs. Anything that looks wrong goes through readBucket, which reports
+// it with the usual errors.
+func (t *Table) scanRead(st *scanState, ents []uint64) error {
+	if err := t.begin(false); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	st.refs, st.extra = st.refs[:0], st.extra[:0]
+	// The current entries (cur), and the extent of the buckets still in
+	// place, from their current sizes.
+	cur := slices.Grow(st.cur[:0], len(ents))[:len(ents)]
+	st.cur = cur
+	lo, hi := int64(-1), int64(0)
+	for k, x := range ents {
+		s := scanSlot(x)
+		if s >= t.h.next {
+			cur[k] = slotEntry{} // DeleteAllObjects shrank the table
+			continue
+		}
+		e, err := t.entry(s)
+		if err != nil {
+			return t.fail(err)
+		}
+		cur[k] = e
+		if p := scanPtr(x); int64(e.ptr) == p && plausibleEntry(e, t.fileEnd) {
+			if lo < 0 {
+				lo = p
+			}
+			hi = max(hi, p+int64(e.size))
+		}
+	}
+	var w []byte
+	if lo >= 0 {
+		if int64(cap(st.buf)) < hi-lo {
+			st.buf = make([]byte, hi-lo)
+		}
+		w = st.buf[:hi-lo]
+		if readFull(t.f, w, lo) != nil {
+			w = nil // readBucket reports it
+		}
+	}
+	for k, x := range ents {
+		s, e := scanSlot(x), cur[k]
+		if e.size == 0 {
+			continue
+		}
+		if p := scanPtr(x); w != nil && int64(e.ptr) == p && plausibleEntry(e, t.fileEnd) {
+			b := w[p-lo : p-lo+int64(e.size)]
+			if be.Uint32(b) == e.size && be.Uint32(b[4:]) == statusActive {
+				st.refs = append(st.refs, scanRef{s, e.ptr, false, int(p-lo) + bucketHeaderSize, int(e.size) - bucketHeaderSize})
+				continue
+			}
+		}
+		body, err := t.readBucket(s, e)
+		if err != nil {
+			return t.fail(err)
+		}
+		st.refs = append(st.refs, scanRef{s, e.ptr, true, len(st.extra), len(body)})
+		st.extra = append(st.extra, body...)
+	}
+	return nil
+}
+
+// scanDecode decodes the objects of one bucket read by scanRead into
+// st.objs. It runs without the lock: the body is st's own copy.
+func (t *Table) scanDecode(st *scanState, r scanRef) ([]etf.Term, error) {
+	body := st.buf
+	if r.extra {
+		body = st.extra
+	}
+	body = body[r.off : r.off+r.n]
+	objs := st.objs[:0]
+	var bErr *bucketError
+	if st.kind == Set {
+		// Decoding validates; a set's bucket needs no more checks than
+		// parseRaw's (each object a tuple holding the key).
+		bErr = parseObjects(body, bucketHeaderSize, func(enc []byte, off int) *bucketError {
+			o, err := st.bd.Decode(enc)
+			if err != nil {
+				return &bucketError{off, "undecodable object: " + err.Error()}
+			}
+			if _, ok := keyOf(o, st.keyPos); !ok {
+				return &bucketError{off, fmt.Sprintf("object is not a tuple with at least %d elements", st.keyPos)}
+			}
+			objs = append(objs, o)
+			return nil
+		})
+	} else {
+		var gs []group
+		if gs, bErr = parseRaw(st.kind, st.keyPos, body); bErr == nil {
+		decode:
+			for i := range gs {
+				for j := range gs[i].objs {
+					o := gs[i].objs[j].term
+					if o == nil {
+						var err error
+						if o, err = st.bd.Decode(gs[i].objs[j].enc); err != nil {
+							bErr = &bucketError{0, "undecodable object: " + err.Error()}
+							break decode
+						}
+					}
+					objs = append(objs, o)
+				}
+			}
+		}
+	}
+	st.objs = objs
+	if bErr != nil {
+		clear(objs)
+		err := corrupt(t.path, "object", int64(r.ptr)+int64(bErr.off), "slot %d: %s", r.slot, bErr.reason)
+		t.mu.Lock()
+		t.fail(err)
+		t.mu.Unlock()
+		return nil, err
+	}
+	return objs, nil
+}

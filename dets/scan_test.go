@@ -1,0 +1,327 @@
+package dets
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/godets/godets/etf"
+)
+
+// scanAll collects All's objects, failing the test on an error.
+func scanAll(t testing.TB, tab *Table) []etf.Term {
+	t.Helper()
+	var out []etf.Term
+	for o, err := range tab.All() {
+		if err != nil {
+			t.Fatalf("All: %v", err)
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// objectPtrs maps each key (as its encoding) to the pointer of its bucket.
+func objectPtrs(t testing.TB, tab *Table, objs []etf.Term) map[string]uint32 {
+	t.Helper()
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	m := make(map[string]uint32, len(objs))
+	for _, o := range objs {
+		k, _ := keyOf(o, tab.keyPos)
+		e, err := tab.entry(tab.slotFor(keyHash(k)))
+		if err != nil || e.size == 0 {
+			t.Fatalf("no bucket for key %v: %v", k, err)
+		}
+		m[encKey(t, k)] = e.ptr
+	}
+	return m
+}
+
+func encKey(t testing.TB, k etf.Term) string {
+	b, err := etf.Encode(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestAllFileOrder: on tables built by single inserts (scattered buckets),
+// All yields exactly the model's objects, in ascending bucket address (one
+// window), each bucket's objects together.
+func TestAllFileOrder(t *testing.T) {
+	seed := testSeed(t)
+	for _, kind := range []Kind{Set, Bag, DuplicateBag} {
+		t.Run(kind.String(), func(t *testing.T) {
+			r := rand.New(rand.NewSource(seed))
+			tab := openT(t, tmpFile(t, "order.dets"), Options{Kind: kind})
+			m := newModel(kind)
+			for range 3000 {
+				o := tup(etf.Int(r.Intn(1500)), etf.Int(r.Intn(3)))
+				must(t, tab.Insert(o))
+				m.insert(o)
+				if r.Intn(10) == 0 {
+					k := etf.Int(r.Intn(1500))
+					must(t, tab.Delete(k))
+					m.delete(k)
+				}
+			}
+			got := scanAll(t, tab)
+			if d := diffTerms(sortTerms(slices.Clone(got)), m.objects()); d != "" {
+				t.Fatalf("All differs from the model: %s", d)
+			}
+			ptrs := objectPtrs(t, tab, got)
+			var last uint32
+			for i, o := range got {
+				k, _ := keyOf(o, 1)
+				p := ptrs[encKey(t, k)]
+				if p < last {
+					t.Fatalf("object %d (%v) in bucket %d after bucket %d: not in file order", i, o, p, last)
+				}
+				last = p
+			}
+		})
+	}
+}
+
+// TestAllWindows: a table with more slots than one window, whose buckets
+// (some larger than a read) are spread over all of them, is traversed
+// completely, in address order within each window.
+func TestAllWindows(t *testing.T) {
+	tab := openT(t, tmpFile(t, "windows.dets"), Options{Kind: Bag, MinSlots: 4 * scanSlots})
+	want := map[string]int{}
+	var all []etf.Term
+	for i := range 3000 {
+		o := tup(etf.Int(i), bin(fmt.Sprint(i)))
+		all = append(all, o)
+	}
+	// Two keys whose buckets exceed scanRead.
+	big := make([]byte, 2048)
+	for i := range 2 * scanRead / len(big) {
+		all = append(all, tup(bin("big"), etf.Int(i), etf.Binary(big)), tup(bin("big2"), etf.Int(i), etf.Binary(big)))
+	}
+	for _, o := range all {
+		must(t, tab.Insert(o))
+		want[encKey(t, o)]++
+	}
+	if info, _ := tab.Info(); info.NoSlots.Next <= scanSlots {
+		t.Fatalf("only %d slots", info.NoSlots.Next)
+	}
+	got := scanAll(t, tab)
+	for _, o := range got {
+		want[encKey(t, o)]--
+	}
+	for k, n := range want {
+		if n != 0 {
+			t.Fatalf("object %x seen %d times too few", k, n)
+		}
+	}
+	if len(got) != len(all) {
+		t.Fatalf("All gave %d objects, want %d", len(got), len(all))
+	}
+	// Within a window (slots [w*scanSlots, (w+1)*scanSlots)), ascending
+	// addresses.
+	ptrs := objectPtrs(t, tab, got)
+	last := map[uint32]uint32{}
+	for _, o := range got {
+		k, _ := keyOf(o, 1)
+		w := tab.slotFor(keyHash(k)) / scanSlots
+		p := ptrs[encKey(t, k)]
+		if p < last[w] {
+			t.Fatalf("window %d: bucket %d after %d", w, p, last[w])
+		}
+		last[w] = p
+	}
+}
+
+// TestAllConcurrentChanges: while the loop body (and another goroutine's
+// worth of writes, done from the body) moves and rewrites buckets, every
+// object present throughout is seen exactly once (the table cannot grow:
+// it has more slots than keys).
+func TestAllConcurrentChanges(t *testing.T) {
+	seed := testSeed(t)
+	r := rand.New(rand.NewSource(seed))
+	for _, kind := range []Kind{Set, Bag} {
+		t.Run(kind.String(), func(t *testing.T) {
+			tab := openT(t, tmpFile(t, "conc.dets"), Options{Kind: kind, MinSlots: 8192})
+			stable := map[etf.Int]int{} // key -> times seen
+			// About 2 MiB of buckets, so that the scan takes several reads
+			// and the churn moves buckets not read yet.
+			spad := etf.Binary(make([]byte, 700))
+			for i := range 2000 {
+				o := tup(etf.Int(i), bin("stable"), spad)
+				must(t, tab.Insert(o))
+				stable[etf.Int(i)] = 0
+			}
+			seen := 0
+			for o, err := range tab.All() {
+				must(t, err)
+				if tp := o.(etf.Tuple); string(tp[1].(etf.Binary)) == "stable" {
+					stable[tp[0].(etf.Int)]++
+				}
+				seen++
+				// Churn: add and remove objects that share buckets with
+				// stable ones, so buckets change size class and move.
+				for range 3 {
+					k := etf.Int(r.Intn(2000))
+					pad := make([]byte, r.Intn(600))
+					must(t, tab.Insert(tup(k, bin("churn"), etf.Binary(pad))))
+					if kind == Set {
+						// A set's insert replaced the stable object:
+						// put it back.
+						must(t, tab.Insert(tup(k, bin("stable"), spad)))
+					} else if r.Intn(2) == 0 {
+						must(t, tab.DeleteObject(tup(k, bin("churn"), etf.Binary(pad))))
+					}
+				}
+			}
+			if info, _ := tab.Info(); info.NoSlots.Next != 8192 {
+				t.Fatalf("table grew to %d slots", info.NoSlots.Next)
+			}
+			// A set's stable objects are replaced for a while, so only
+			// "at most once" holds for them.
+			for k, n := range stable {
+				if n > 1 || (kind == Bag && n != 1) {
+					t.Fatalf("stable object of key %d seen %d times", k, n)
+				}
+			}
+			if seen == 0 {
+				t.Fatal("nothing seen")
+			}
+		})
+	}
+}
+
+// TestAllGrowth: when the table grows during the loop, every object present
+// throughout is seen at least once.
+func TestAllGrowth(t *testing.T) {
+	tab := openT(t, tmpFile(t, "grow.dets"), Options{})
+	want := map[string]bool{}
+	for i := range 1000 {
+		o := tup(etf.Int(i))
+		must(t, tab.Insert(o))
+		want[encKey(t, o)] = true
+	}
+	before, _ := tab.Info()
+	n := 0
+	for o, err := range tab.All() {
+		must(t, err)
+		delete(want, encKey(t, o))
+		if n < 1000 {
+			must(t, tab.Insert(tup(etf.Int(100000+n)), tup(etf.Int(200000+n))))
+		}
+		n++
+	}
+	after, _ := tab.Info()
+	if after.NoSlots.Next <= before.NoSlots.Next {
+		t.Fatalf("the table did not grow: %d slots", after.NoSlots.Next)
+	}
+	if len(want) != 0 {
+		t.Fatalf("%d objects present throughout were not seen", len(want))
+	}
+}
+
+// TestAllDeleteAllObjects: emptying the table (fewer slots) in the loop
+// body ends the traversal cleanly; buckets not read yet are not seen.
+func TestAllDeleteAllObjects(t *testing.T) {
+	tab := openT(t, tmpFile(t, "delall.dets"), Options{MinSlots: 256})
+	const total = 20000 // about 5 MiB of buckets: many reads
+	pad := etf.Binary(make([]byte, 100))
+	for i := range total {
+		must(t, tab.Insert(tup(etf.Int(i), pad)))
+	}
+	n := 0
+	for _, err := range tab.All() {
+		must(t, err)
+		if n == 10 {
+			must(t, tab.DeleteAllObjects())
+		}
+		n++
+	}
+	if n >= total {
+		t.Fatalf("saw %d objects after DeleteAllObjects", n)
+	}
+	if got := scanAll(t, tab); len(got) != 0 {
+		t.Fatalf("emptied table gave %d objects", len(got))
+	}
+}
+
+// TestAllBreak: stopping early, then scanning again, works.
+func TestAllBreak(t *testing.T) {
+	tab := openT(t, tmpFile(t, "break.dets"), Options{})
+	for i := range 500 {
+		must(t, tab.Insert(tup(etf.Int(i))))
+	}
+	n := 0
+	for range tab.All() {
+		if n++; n == 7 {
+			break
+		}
+	}
+	if got := scanAll(t, tab); len(got) != 500 {
+		t.Fatalf("second scan gave %d objects", len(got))
+	}
+}
+
+// TestAllCorruptBucket: a bucket whose header disagrees with its slot entry
+// (size or status) or whose object does not decode is reported as a
+// *CorruptionError, and the table is then in error mode.
+func TestAllCorruptBucket(t *testing.T) {
+	cases := []struct {
+		name string
+		off  int64 // from the bucket start
+		val  uint32
+	}{
+		{"size", 0, 999},
+		{"status", 4, statusFree},
+		{"object", bucketHeaderSize + 4, 0xFFFFFFFF}, // breaks the version byte
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := tmpFile(t, "corrupt.dets")
+			tab, err := Open(path, Options{})
+			must(t, err)
+			for i := range 3000 {
+				must(t, tab.Insert(tup(etf.Int(i), etf.Int(i))))
+			}
+			tab.mu.Lock()
+			e, err := tab.entry(tab.slotFor(keyHash(etf.Int(1234))))
+			tab.mu.Unlock()
+			must(t, err)
+			must(t, tab.Close())
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			must(t, err)
+			var b [4]byte
+			be.PutUint32(b[:], c.val)
+			_, err = f.WriteAt(b[:], int64(e.ptr)+c.off)
+			must(t, err)
+			must(t, f.Close())
+
+			tab, err = Open(path, Options{ReadOnly: true})
+			must(t, err)
+			defer tab.Close()
+			n := 0
+			var got error
+			for _, err := range tab.All() {
+				if err != nil {
+					got = err
+					break
+				}
+				n++
+			}
+			var ce *CorruptionError
+			if !errors.As(got, &ce) || !errors.Is(got, ErrCorrupt) {
+				t.Fatalf("All after %d objects: %v, want a *CorruptionError", n, got)
+			}
+			if ce.Offset < int64(e.ptr) || ce.Offset >= int64(e.ptr+e.size) {
+				t.Errorf("error offset %d outside the bucket at %d: %v", ce.Offset, e.ptr, got)
+			}
+			if _, err := tab.Lookup(etf.Int(1)); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("Lookup after the error: %v, want the sticky error", err)
+			}
+		})
+	}
+}
