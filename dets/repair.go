@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 
 	"github.com/godets/godets/etf"
 )
@@ -30,6 +31,12 @@ import (
 // one, so the objects themselves never live on the Go heap; the heap holds the
 // index (16 bytes per object, bounded by repairMemEntries) and one bucket at a
 // time.
+//
+// Speed: on a large file the scan runs on two goroutines (runSplit); the
+// build encodes buckets straight into write buffers that a second goroutine
+// writes, asking the kernel to start writeback of each (Linux), so the fsync
+// before the rename has little left; the replaced file is closed after the
+// rename, off the caller's path.
 //
 // Kind rules, applied per key in file order (offset = sequence):
 //   - set: the object latest in the file wins (OTP's rule). A crash can leave
@@ -144,7 +151,8 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 	}
 	defer idx.cleanup()
 	var sketch hll
-	sc := &scanner{data: data, kind: kind, keyPos: keyPos, maxSz: maxSz}
+	sc := &scanner{data: data, kind: kind, keyPos: keyPos, maxSz: maxSz,
+		splitCap: idx.limit / 4, splitHint: int(hint/2 + hint/16)}
 	sc.emit = func(e repairEntry) error {
 		sketch.add(e.hash)
 		return idx.add(e)
@@ -197,6 +205,8 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 	err = b.run(it, func(e repairEntry) uint32 { return slotOf(e.hash, m, n) })
 	if err == nil {
 		err = w.finish()
+	} else {
+		w.abort()
 	}
 	written = w.objects
 	if err == nil {
@@ -214,18 +224,29 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 		p.progress(RepairProgress{Phase: "write", BytesScanned: size, BytesTotal: size, Objects: written})
 	}
 
-	// Replace. The map and the source descriptor go first (Windows-safe, and
-	// nothing may read the old bytes after the rename).
+	// Replace. The map goes first: nothing may read the old bytes after the
+	// rename. Where a file can be renamed over while open (unix), the old
+	// descriptor is closed afterwards on another goroutine: the last close
+	// of the replaced file frees its pages and blocks, which takes a few
+	// milliseconds that need not delay the caller.
 	if unmap != nil {
 		unmap()
 		unmap = nil
 	}
-	srcOpen = false
-	src.Close()
 	idx.cleanup()
+	_, lateClose := src.(osFile)
+	lateClose = lateClose && renameOverOpen
+	if !lateClose {
+		srcOpen = false
+		src.Close()
+	}
 	if err := p.fs.Rename(tmp, p.path); err != nil {
 		p.fs.Remove(tmp)
 		return st, err
+	}
+	if lateClose {
+		srcOpen = false
+		go src.Close()
 	}
 	if err := p.fs.SyncDir(filepath.Dir(p.path)); err != nil {
 		return st, err
@@ -343,12 +364,18 @@ func (b *slotBuilder) run(it entryIter, slotFn func(repairEntry) uint32) error {
 }
 
 func (b *slotBuilder) flush(slot uint32) error {
-	b.buf = appendBucket(b.buf[:0], b.kind, b.groups)
 	nobj := 0
 	for _, g := range b.groups {
 		nobj += len(g.objs)
 	}
-	err := b.w.addBucket(slot, b.buf, len(b.groups), nobj)
+	// The bucket is encoded straight into the writer's buffer.
+	size := bucketSize(b.kind, b.groups)
+	dst, err := b.w.addBucket(slot, size, len(b.groups), nobj)
+	if err == nil {
+		if got := appendBucket(dst, b.kind, b.groups); int64(len(got)) != size {
+			err = fmt.Errorf("dets: repair: bucket of slot %d encoded to %d bytes, want %d", slot, len(got), size)
+		}
+	}
 	clear(b.groups)
 	b.groups = b.groups[:0]
 	clear(b.slab)
@@ -361,8 +388,12 @@ func (b *slotBuilder) flush(slot uint32) error {
 // its power-of-two size aligned relative to 1336 (so the buddy base is 1336
 // and FlBase is 0). Alignment gaps and the space after the last bucket go
 // into the free lists, decomposed into maximal buddy blocks.
+//
+// Buckets and segments are assembled in buffers that an asyncWriter writes
+// out, so the file system's copying overlaps with the building.
 type tableWriter struct {
 	f                  File
+	aw                 *asyncWriter
 	kind               Kind
 	keyPos             int
 	m, n, next         uint32
@@ -371,14 +402,22 @@ type tableWriter struct {
 	bucketsStart       int64
 	pos                int64 // next free byte
 	wbuf               []byte
-	wstart             int64 // file offset of wbuf[0]
-	seg                []byte
-	curSeg             int64
+	wstart             int64  // file offset of wbuf[0]
+	segBuf             []byte // segments segFirst.. (segBatch of them)
+	segFirst           int64
 	free               buddy
 	counters           [numCounters]uint32
 	objects, keys      int64
 	lastSlot           int64
 }
+
+var earlySyncBytes int64 = 4194304
+
+const (
+	writeBufSize = 1 << 20 // bucket bytes per write
+	writeBufs    = 3       // bucket buffers in flight
+	segBatch     = 64      // segments per write (128 KiB)
+)
 
 func newTableWriter(f File, kind Kind, keyPos int, m, n, minS, maxS uint32) *tableWriter {
 	next := int64(m) + int64(n)
@@ -388,82 +427,86 @@ func newTableWriter(f File, kind Kind, keyPos int, m, n, minS, maxS uint32) *tab
 	w := &tableWriter{
 		f: f, kind: kind, keyPos: keyPos, m: m, n: n, next: uint32(next),
 		minSlots: minS, maxSlots: maxS, nParts: nParts, nSegs: nSegs,
-		bucketsStart: start, pos: start, wstart: start,
-		wbuf: make([]byte, 0, 1<<20), seg: make([]byte, segmentSize), lastSlot: -1,
+		bucketsStart: start, pos: start, wstart: start, lastSlot: -1,
 	}
+	w.aw = newAsyncWriter(f, writeBufs, writeBufSize, 2, segBatch*segmentSize)
+	w.wbuf = w.aw.take(bucketStream)
+	w.segBuf = w.aw.take(segStream)[:segBatch*segmentSize]
 	w.free.base = baseAddr
 	return w
 }
 
 func (w *tableWriter) segAddr(j int64) int64 { return baseAddr + (w.nParts+j)*segmentSize }
 
-// flushSegs writes segments up to (not including) upto.
+// flushSegs writes the segment batches that end at or before segment upto.
 func (w *tableWriter) flushSegs(upto int64) error {
-	for w.curSeg < upto {
-		if _, err := w.f.WriteAt(w.seg, w.segAddr(w.curSeg)); err != nil {
+	for w.segFirst+segBatch <= upto {
+		if err := w.aw.submit(segStream, w.segBuf, w.segAddr(w.segFirst)); err != nil {
 			return err
 		}
-		clear(w.seg)
-		w.curSeg++
+		w.segFirst += segBatch
+		w.segBuf = w.aw.take(segStream)[:segBatch*segmentSize]
+		clear(w.segBuf)
 	}
 	return nil
 }
 
-func (w *tableWriter) addBucket(slot uint32, bucket []byte, keys, objects int) error {
+// addBucket places the bucket of slot, size bytes long, and returns the
+// empty slice (with capacity size) to encode it into.
+func (w *tableWriter) addBucket(slot uint32, size int64, keys, objects int) ([]byte, error) {
 	if int64(slot) <= w.lastSlot || slot >= w.next {
-		return fmt.Errorf("dets: repair: slot %d out of order", slot)
+		return nil, fmt.Errorf("dets: repair: slot %d out of order", slot)
 	}
 	w.lastSlot = int64(slot)
 	if err := w.flushSegs(int64(slot) / slotsPerSeg); err != nil {
-		return err
+		return nil, err
 	}
-	size := int64(len(bucket))
 	block := pow2ceil(size)
 	a := baseAddr + (w.pos-baseAddr+block-1)/block*block
 	if a+block > allocLimit {
-		return fmt.Errorf("%w: %s", ErrFileTooLarge, "the repaired table does not fit")
+		return nil, fmt.Errorf("%w: %s", ErrFileTooLarge, "the repaired table does not fit")
 	}
 	w.freeRange(w.pos, a)
-	if err := w.write(a, bucket, block); err != nil {
-		return err
+	dst, err := w.reserve(a, size, block)
+	if err != nil {
+		return nil, err
 	}
 	w.pos = a + block
 	w.counters[counterIndex(size)]++
-	e := w.seg[(slot%slotsPerSeg)*slotEntrySize:]
+	e := w.segBuf[(int64(slot)/slotsPerSeg-w.segFirst)*segmentSize+int64(slot%slotsPerSeg)*slotEntrySize:]
 	be.PutUint32(e, uint32(size))
 	be.PutUint32(e[4:], uint32(a))
 	w.objects += int64(objects)
 	w.keys += int64(keys)
-	return nil
+	return dst, nil
 }
 
-// write appends bucket at a (zero-filling from the buffer's end) padded to
-// block bytes.
-func (w *tableWriter) write(a int64, bucket []byte, block int64) error {
-	if int64(len(w.wbuf))+(a-w.wstart-int64(len(w.wbuf)))+block > int64(cap(w.wbuf)) && len(w.wbuf) > 0 {
+// reserve extends the buffer to a+block, zeroing the gap before a and the
+// padding after the bucket, and returns the bucket's space at a.
+func (w *tableWriter) reserve(a, size, block int64) ([]byte, error) {
+	if len(w.wbuf) > 0 && a+block-w.wstart > int64(cap(w.wbuf)) {
 		if err := w.flushBuf(); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	// The buffer extends from wstart to a+block: zero the gap and the
-	// padding, copy the bucket.
-	n := len(w.wbuf)
-	end := int(a - w.wstart + block)
-	w.wbuf = slices.Grow(w.wbuf, end-n)[:end]
-	clear(w.wbuf[n:])
-	copy(w.wbuf[a-w.wstart:], bucket)
-	return nil
+	n := int64(len(w.wbuf))
+	end := a - w.wstart + block
+	w.wbuf = slices.Grow(w.wbuf, int(end-n))[:end]
+	at := a - w.wstart
+	clear(w.wbuf[n:at])
+	clear(w.wbuf[at+size : end])
+	return w.wbuf[at : at : at+size], nil
 }
 
 func (w *tableWriter) flushBuf() error {
 	if len(w.wbuf) == 0 {
 		return nil
 	}
-	if _, err := w.f.WriteAt(w.wbuf, w.wstart); err != nil {
+	if err := w.aw.submit(bucketStream, w.wbuf, w.wstart); err != nil {
 		return err
 	}
 	w.wstart += int64(len(w.wbuf))
-	w.wbuf = w.wbuf[:0]
+	w.wbuf = w.aw.take(bucketStream)
 	return nil
 }
 
@@ -480,26 +523,33 @@ func (w *tableWriter) freeRange(a, b int64) {
 	}
 }
 
+// abort stops the background writes of a failed build.
+func (w *tableWriter) abort() { w.aw.close() }
+
 // finish writes the remaining segments, the parts, the free lists, the
 // trailer and the header.
 func (w *tableWriter) finish() error {
-	if err := w.flushSegs(w.nSegs); err != nil {
-		return err
+	err := w.flushSegs(w.nSegs)
+	if err == nil && w.segFirst < w.nSegs {
+		err = w.aw.submit(segStream, w.segBuf[:(w.nSegs-w.segFirst)*segmentSize], w.segAddr(w.segFirst))
 	}
-	if err := w.flushBuf(); err != nil {
+	if err == nil {
+		err = w.flushBuf()
+	}
+	if cerr := w.aw.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
 	w.freeRange(w.pos, baseAddr+1<<31)
 	// Parts.
-	part := make([]byte, partSize)
-	for i := int64(0); i < w.nParts; i++ {
-		clear(part)
-		for j := int64(0); j < segsPerPart && i*segsPerPart+j < w.nSegs; j++ {
-			be.PutUint32(part[4*j:], uint32(w.segAddr(i*segsPerPart+j)))
-		}
-		if _, err := w.f.WriteAt(part, baseAddr+i*partSize); err != nil {
-			return err
-		}
+	part := make([]byte, w.nParts*partSize)
+	for i := int64(0); i < w.nSegs; i++ {
+		be.PutUint32(part[4*i:], uint32(w.segAddr(i)))
+	}
+	if _, err := w.f.WriteAt(part, baseAddr); err != nil {
+		return err
 	}
 	// Free lists and trailer at EOF.
 	flp := w.pos
@@ -521,8 +571,87 @@ func (w *tableWriter) finish() error {
 	for i := int64(0); i < w.nParts; i++ {
 		be.PutUint32(hb[partTableOff+4*i:], uint32(baseAddr+i*partSize))
 	}
-	_, err := w.f.WriteAt(hb, 0)
+	_, err = w.f.WriteAt(hb, 0)
 	return err
+}
+
+// The asyncWriter's buffer streams.
+const (
+	bucketStream = iota
+	segStream
+	numStreams
+)
+
+// asyncWriter writes buffers at offsets on a goroutine of its own. Each
+// stream owns a fixed set of buffers: take blocks until one is back from the
+// writer, so the memory in flight is bounded.
+type asyncWriter struct {
+	f        File
+	jobs     chan writeJob
+	free     [numStreams]chan []byte
+	done     chan struct{}
+	err      error // set by the goroutine; read after done, or via failed
+	failed   atomic.Bool
+	closed   bool
+	unsynced int64
+}
+
+type writeJob struct {
+	b      []byte
+	off    int64
+	stream int
+}
+
+func newAsyncWriter(f File, nBuf, bufSize, nSeg, segSize int) *asyncWriter {
+	aw := &asyncWriter{f: f, jobs: make(chan writeJob, nBuf+nSeg), done: make(chan struct{})}
+	aw.free[bucketStream] = make(chan []byte, nBuf)
+	for range nBuf {
+		aw.free[bucketStream] <- make([]byte, 0, bufSize)
+	}
+	aw.free[segStream] = make(chan []byte, nSeg)
+	for range nSeg {
+		aw.free[segStream] <- make([]byte, segSize)
+	}
+	go aw.loop()
+	return aw
+}
+
+func (aw *asyncWriter) loop() {
+	defer close(aw.done)
+	for j := range aw.jobs {
+		if aw.err == nil {
+			if _, err := aw.f.WriteAt(j.b, j.off); err != nil {
+				aw.err = err
+				aw.failed.Store(true)
+			}
+			startWriteback(aw.f, j.off, int64(len(j.b)))
+		}
+		aw.free[j.stream] <- j.b[:0]
+	}
+}
+
+// take returns an empty buffer of stream s.
+func (aw *asyncWriter) take(s int) []byte { return <-aw.free[s] }
+
+// submit queues b for writing at off; b belongs to the writer until a later
+// take returns it.
+func (aw *asyncWriter) submit(s int, b []byte, off int64) error {
+	if aw.failed.Load() {
+		aw.free[s] <- b[:0]
+		return aw.close()
+	}
+	aw.jobs <- writeJob{b: b, off: off, stream: s}
+	return nil
+}
+
+// close waits for the queued writes and returns the first error.
+func (aw *asyncWriter) close() error {
+	if !aw.closed {
+		aw.closed = true
+		close(aw.jobs)
+	}
+	<-aw.done
+	return aw.err
 }
 
 // entryIter yields index entries in sorted order.
@@ -707,19 +836,39 @@ func (o *orderIter) next() (repairEntry, bool, error) {
 	if o.i >= len(o.ord) {
 		return repairEntry{}, false, nil
 	}
-	// The objects are read in slot order, which is random in the file:
-	// touching one a few entries ahead lets its cache and TLB misses
-	// overlap with the work on this one.
-	if j := o.i + prefetchAhead; j < len(o.ord) && o.data != nil {
-		if off := o.es[o.ord[j]].off; off < uint64(len(o.data)) {
-			o.sink += o.data[off]
+	// The objects are read in slot order, which is random in the file.
+	// Touching a whole batch of them ahead, in a loop of independent
+	// loads, lets their cache and TLB misses overlap with each other.
+	if o.i%prefetchBatch == 0 && o.data != nil {
+		if o.i == 0 {
+			o.touch(0)
 		}
+		o.touch(o.i + prefetchBatch)
 	}
 	o.i++
 	return o.es[o.ord[o.i-1]], true, nil
 }
 
-const prefetchAhead = 8
+// touch reads one byte per cache line of the objects of batch from..
+func (o *orderIter) touch(from int) {
+	if from >= len(o.ord) {
+		return
+	}
+	var s byte
+	for _, j := range o.ord[from:min(from+prefetchBatch, len(o.ord))] {
+		e := o.es[j]
+		end := min(e.off+uint64(min(e.n, prefetchMax)), uint64(len(o.data)))
+		for p := e.off; p < end; p += 64 {
+			s += o.data[p]
+		}
+	}
+	o.sink += s
+}
+
+const (
+	prefetchBatch = 32
+	prefetchMax   = 1024 // bytes touched per object
+)
 
 type memIter struct {
 	es []repairEntry

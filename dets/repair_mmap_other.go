@@ -6,3 +6,6 @@ package dets
 func mapFile(f File, size int64) ([]byte, func() error, error) {
 	return readWhole(f, size)
 }
+
+// renameOverOpen: Windows refuses to replace a file that is open.
+const renameOverOpen = false

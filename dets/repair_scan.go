@@ -2,8 +2,11 @@ package dets
 
 import (
 	"bytes"
+	"cmp"
 	"math"
 	"math/bits"
+	"runtime"
+	"slices"
 
 	"github.com/godets/godets/etf"
 )
@@ -52,7 +55,13 @@ const (
 	scanStep    = 16    // OTP's BUMP
 	minObjSize  = 4 + 4 // <<ObjSz:32>> plus the smallest tuple encoding 131,104,1,106
 	progressGap = 4 << 20
+
+	splitMarks = 1 << 12 // probes the helper records
 )
+
+// parallelScanMin: smaller files are scanned by one goroutine. A variable
+// so tests can split small files.
+var parallelScanMin int64 = 4 << 20
 
 // repairEntry is the compact per-object index the rebuild sorts: 16 bytes
 // per object, whatever the object's size.
@@ -81,6 +90,12 @@ type scanner struct {
 	stats  scanStats
 
 	cands []scanCand // scratch, reused per bucket
+
+	// Split scan (runSplit): entries the helper may hold, and the
+	// expected number it finds (to size its buffer). splitCap 0 disables
+	// the split.
+	splitCap, splitHint int
+	out                 []repairEntry // the helper's findings
 }
 
 // scanCand is one framed object of the bucket being examined.
@@ -94,11 +109,42 @@ type scanCand struct {
 	key   etf.Term // the key, when decoded (compressed objects, or to compare)
 }
 
-// run scans data from the buddy base to the end.
+// run scans data from the buddy base to the end. On a large file a second
+// goroutine scans the second half meanwhile (see runSplit).
 func (s *scanner) run() error {
 	size := int64(len(s.data))
-	nextReport := int64(progressGap)
-	for p := int64(baseAddr); p+bucketHeaderSize <= size; {
+	p := int64(baseAddr)
+	if size >= parallelScanMin && s.splitCap > 0 && runtime.GOMAXPROCS(0) > 1 {
+		var err error
+		if p, err = s.runSplit(); err != nil {
+			return err
+		}
+	}
+	if _, err := s.scanRange(p, size, nil); err != nil {
+		return err
+	}
+	if s.report != nil {
+		s.report(size, s.stats.objects)
+	}
+	return nil
+}
+
+// scanRange probes from p until the next probe is at or after to (or past
+// the end), and returns that next probe. When marks is not nil, each probe
+// visited is recorded there with the entries and stats before it, up to
+// splitMarks of them; the scan also stops once out holds splitCap entries.
+func (s *scanner) scanRange(p, to int64, marks *[]scanMark) (int64, error) {
+	size := int64(len(s.data))
+	nextReport := (p/progressGap + 1) * progressGap
+	for p+bucketHeaderSize <= size && p < to {
+		if marks != nil {
+			if len(s.out) >= s.splitCap {
+				break
+			}
+			if len(*marks) < splitMarks {
+				*marks = append(*marks, scanMark{pos: p, n: len(s.out), stats: s.stats})
+			}
+		}
 		if s.report != nil && p >= nextReport {
 			s.report(p, s.stats.objects)
 			nextReport = p + progressGap
@@ -111,7 +157,7 @@ func (s *scanner) run() error {
 		}
 		tiled, proven, err := s.bucket(p, sz)
 		if err != nil {
-			return err
+			return p, err
 		}
 		switch {
 		case tiled:
@@ -122,10 +168,64 @@ func (s *scanner) run() error {
 			p += scanStep
 		}
 	}
-	if s.report != nil {
-		s.report(size, s.stats.objects)
+	return p, nil
+}
+
+// scanMark is one probe of the second-half scan: its address, and the
+// entries and stats the scan had before it.
+type scanMark struct {
+	pos   int64
+	n     int
+	stats scanStats
+}
+
+// runSplit scans the first half of the file here while a helper scans from
+// the middle, and returns where the sequential scan must go on.
+//
+// The result must be exactly the sequential scan's. The helper starts at a
+// probe address that the sequential scan may never visit (inside a bucket,
+// say), so its findings count only from the first probe that both visit:
+// the probe at which this goroutine crosses the middle. The probe sequence
+// from an address is determined by the bytes alone, so from that probe on
+// the helper's findings are the sequential scan's. When the helper never
+// visited that probe (or recorded too few probes to tell), its work is
+// dropped and the sequential scan simply continues.
+func (s *scanner) runSplit() (int64, error) {
+	size := int64(len(s.data))
+	mid := baseAddr + (size-baseAddr)/2/scanStep*scanStep
+	h := &scanner{data: s.data, kind: s.kind, keyPos: s.keyPos, maxSz: s.maxSz, splitCap: s.splitCap}
+	h.out = make([]repairEntry, 0, min(s.splitHint, s.splitCap+1024))
+	h.emit = func(e repairEntry) error {
+		h.out = append(h.out, e)
+		return nil
 	}
-	return nil
+	var marks []scanMark
+	var hEnd int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		hEnd, _ = h.scanRange(mid, size, &marks) // h.emit cannot fail
+	}()
+	p, err := s.scanRange(baseAddr, mid, nil)
+	<-done
+	if err != nil || p < mid {
+		return p, err
+	}
+	i, _ := slices.BinarySearchFunc(marks, p, func(m scanMark, p int64) int { return cmp.Compare(m.pos, p) })
+	if i == len(marks) || marks[i].pos != p {
+		return p, nil
+	}
+	m := marks[i]
+	for _, e := range h.out[m.n:] {
+		if err := s.emit(e); err != nil {
+			return p, err
+		}
+	}
+	s.stats.buckets += h.stats.buckets - m.stats.buckets
+	s.stats.partial += h.stats.partial - m.stats.partial
+	s.stats.objects += h.stats.objects - m.stats.objects
+	s.stats.droppedObjects += h.stats.droppedObjects - m.stats.droppedObjects
+	return hEnd, nil
 }
 
 // bucket examines the probe at p with Size sz, emits the objects proven

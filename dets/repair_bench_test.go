@@ -1,0 +1,127 @@
+package dets
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/godets/godets/etf"
+)
+
+// BenchmarkRepairFile repairs copies of the dirty file named by
+// GODETS_REPAIR_FILE (for example one the bench module's OTP driver wrote)
+// with Repair, then opens the result, and reports the two times (the bench
+// module times both together, through Open with AutoRepair).
+func BenchmarkRepairFile(b *testing.B) {
+	src := os.Getenv("GODETS_REPAIR_FILE")
+	if src == "" {
+		b.Skip("GODETS_REPAIR_FILE not set")
+	}
+	dir := b.TempDir()
+	work := filepath.Join(dir, "w.dets")
+	var repair, open time.Duration
+	runs := 0
+	for b.Loop() {
+		b.StopTimer()
+		rpCopyFile(b, src, work)
+		b.StartTimer()
+		t0 := time.Now()
+		if _, err := Repair(work, Options{}, nil); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		tb, err := Open(work, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := tb.Close(); err != nil {
+			b.Fatal(err)
+		}
+		open += time.Since(t1)
+		repair += t1.Sub(t0)
+		runs++
+	}
+	b.ReportMetric(float64(repair.Microseconds())/1e3/float64(runs), "repair-ms")
+	b.ReportMetric(float64(open.Microseconds())/1e3/float64(runs), "open-ms")
+}
+
+// TestRepairSplitScanMatches checks that the two-goroutine scan finds
+// exactly what the sequential scan finds, on intact and randomly damaged
+// files, including when the helper stops early for lack of room.
+func TestRepairSplitScanMatches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(uint64(testSeed(t)), 7))
+	old := parallelScanMin
+	parallelScanMin = 0
+	t.Cleanup(func() { parallelScanMin = old })
+	procs := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
+	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
+
+	for _, kind := range []Kind{Set, Bag} {
+		path := filepath.Join(t.TempDir(), "t.dets")
+		tab, err := Open(path, Options{Kind: kind})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3000 {
+			v := etf.Binary(bytes.Repeat([]byte{byte(i)}, rng.IntN(300)))
+			if err := tab.Insert(etf.Tuple{etf.Int(i % 2500), v}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tab.Close(); err != nil {
+			t.Fatal(err)
+		}
+		clean, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scan := func(data []byte, split bool, cap int) ([]repairEntry, scanStats) {
+			var got []repairEntry
+			s := &scanner{data: data, kind: kind, keyPos: 1, maxSz: int64(len(data))}
+			if split {
+				s.splitCap, s.splitHint = cap, 16
+			}
+			s.emit = func(e repairEntry) error { got = append(got, e); return nil }
+			if err := s.run(); err != nil {
+				t.Fatal(err)
+			}
+			return got, s.stats
+		}
+		for round := range 40 {
+			data := slices.Clone(clean)
+			if round > 0 {
+				// Damage: flipped bytes, zeroed runs and fake ACTIVE headers,
+				// mostly around the middle where the helper starts.
+				mid := len(data) / 2
+				for range 1 + rng.IntN(20) {
+					at := baseAddr + rng.IntN(len(data)-baseAddr-16)
+					if rng.IntN(2) == 0 {
+						at = max(baseAddr, mid-4096+rng.IntN(8192))
+					}
+					switch rng.IntN(3) {
+					case 0:
+						data[at] ^= byte(1 + rng.IntN(255))
+					case 1:
+						clear(data[at:min(len(data), at+rng.IntN(600))])
+					case 2:
+						be.PutUint32(data[at:], uint32(16+rng.IntN(4096)))
+						be.PutUint32(data[at+4:], statusActive)
+					}
+				}
+			}
+			want, wantSt := scan(data, false, 0)
+			for _, cap := range []int{1 << 20, 1 + rng.IntN(len(want)+1)} {
+				got, gotSt := scan(data, true, cap)
+				if !slices.Equal(got, want) || gotSt != wantSt {
+					t.Fatalf("%s round %d cap %d: split scan found %d entries %+v, sequential %d %+v",
+						kind, round, cap, len(got), gotSt, len(want), wantSt)
+				}
+			}
+		}
+	}
+}
