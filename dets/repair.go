@@ -194,7 +194,7 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 	if err != nil {
 		return st, err
 	}
-	w := newTableWriter(out, kind, keyPos, m, n, minS, maxS)
+	w := newTableWriter(out, kind, keyPos, m, n, minS, maxS, chunkFor(size))
 	var written int64
 	b := &slotBuilder{data: data, kind: kind, keyPos: keyPos, w: w}
 	if p.progress != nil {
@@ -384,12 +384,19 @@ func (b *slotBuilder) flush(slot uint32) error {
 }
 
 // tableWriter lays out a fresh closed table: header, parts at 1336, all
-// segments after them, then the buckets in slot order, each in a block of
-// its power-of-two size aligned relative to 1336 (so the buddy base is 1336
-// and FlBase is 0). Alignment gaps and the space after the last bucket go
+// segments after them, then the buckets, each in a block of its
+// power-of-two size aligned relative to 1336 (so the buddy base is 1336 and
+// FlBase is 0).
+//
+// Buckets are grouped by size class, so that blocks pack without alignment
+// gaps (OTP groups them too, largest class first): each class below the
+// chunk size fills a chunk of its own, taken from the end of the file when
+// the class's current one is full; a chunk holds whole blocks of any such
+// class, so chunks and larger blocks keep each other aligned. Only the
+// unused tails of the last chunks, and the space after the last block, go
 // into the free lists, decomposed into maximal buddy blocks.
 //
-// Buckets and segments are assembled in buffers that an asyncWriter writes
+// Chunks and segments are assembled in buffers that an asyncWriter writes
 // out, so the file system's copying overlaps with the building.
 type tableWriter struct {
 	f                  File
@@ -400,9 +407,11 @@ type tableWriter struct {
 	minSlots, maxSlots uint32
 	nParts, nSegs      int64
 	bucketsStart       int64
-	pos                int64 // next free byte
-	wbuf               []byte
-	wstart             int64  // file offset of wbuf[0]
+	pos                int64 // next free byte (chunk-aligned once buckets begin)
+	chunk              int64 // chunk size, a power of two
+	open               [maxBuddyClass + 1]classChunk
+	big                []byte // a bucket of a block >= chunk, written at the next call
+	bigAt              int64
 	segBuf             []byte // segments segFirst.. (segBatch of them)
 	segFirst           int64
 	free               buddy
@@ -411,15 +420,35 @@ type tableWriter struct {
 	lastSlot           int64
 }
 
+// classChunk is the chunk a size class is filling: buf holds its blocks so
+// far, from file address at.
+type classChunk struct {
+	buf []byte
+	at  int64
+}
+
 var earlySyncBytes int64 = 4194304
 
 const (
-	writeBufSize = 1 << 20 // bucket bytes per write
-	writeBufs    = 3       // bucket buffers in flight
-	segBatch     = 64      // segments per write (128 KiB)
+	segBatch     = 64 // segments per write (128 KiB)
+	minChunk     = 4 << 10
+	maxChunk     = 256 << 10
+	chunkSpare   = 4 // chunk buffers in flight beyond one per class
+	chunkPerFile = 64
 )
 
-func newTableWriter(f File, kind Kind, keyPos int, m, n, minS, maxS uint32) *tableWriter {
+// chunkFor picks the chunk size for a table rebuilt from a file of size
+// bytes: small tables get small chunks, so the unused chunk tails stay a
+// small part of the file.
+func chunkFor(size int64) int64 {
+	c := int64(minChunk)
+	for c < maxChunk && c*chunkPerFile < size {
+		c <<= 1
+	}
+	return c
+}
+
+func newTableWriter(f File, kind Kind, keyPos int, m, n, minS, maxS uint32, chunk int64) *tableWriter {
 	next := int64(m) + int64(n)
 	nSegs := next / slotsPerSeg
 	nParts := (nSegs + segsPerPart - 1) / segsPerPart
@@ -427,12 +456,15 @@ func newTableWriter(f File, kind Kind, keyPos int, m, n, minS, maxS uint32) *tab
 	w := &tableWriter{
 		f: f, kind: kind, keyPos: keyPos, m: m, n: n, next: uint32(next),
 		minSlots: minS, maxSlots: maxS, nParts: nParts, nSegs: nSegs,
-		bucketsStart: start, pos: start, wstart: start, lastSlot: -1,
+		bucketsStart: start, chunk: chunk, lastSlot: -1,
 	}
-	w.aw = newAsyncWriter(f, writeBufs, writeBufSize, 2, segBatch*segmentSize)
-	w.wbuf = w.aw.take(bucketStream)
-	w.segBuf = w.aw.take(segStream)[:segBatch*segmentSize]
 	w.free.base = baseAddr
+	w.pos = baseAddr + (start-baseAddr+chunk-1)/chunk*chunk
+	w.freeRange(start, w.pos)
+	// One buffer per class that uses chunks (blocks of 1 byte up to
+	// chunk/2), plus a few in flight, so take never waits for ever.
+	w.aw = newAsyncWriter(f, log2ceil(chunk)+chunkSpare, int(chunk), 2, segBatch*segmentSize)
+	w.segBuf = w.aw.take(segStream)[:segBatch*segmentSize]
 	return w
 }
 
@@ -451,27 +483,68 @@ func (w *tableWriter) flushSegs(upto int64) error {
 	return nil
 }
 
+// flushBig queues the large bucket encoded since the last call, if any.
+func (w *tableWriter) flushBig() error {
+	if w.big == nil {
+		return nil
+	}
+	// The caller encoded into w.big's capacity.
+	b := w.big[:cap(w.big)]
+	w.big = nil
+	return w.aw.submit(noStream, b, w.bigAt)
+}
+
 // addBucket places the bucket of slot, size bytes long, and returns the
-// empty slice (with capacity size) to encode it into.
+// empty slice (with capacity size) to encode it into before the next call.
 func (w *tableWriter) addBucket(slot uint32, size int64, keys, objects int) ([]byte, error) {
 	if int64(slot) <= w.lastSlot || slot >= w.next {
 		return nil, fmt.Errorf("dets: repair: slot %d out of order", slot)
 	}
 	w.lastSlot = int64(slot)
+	if err := w.flushBig(); err != nil {
+		return nil, err
+	}
 	if err := w.flushSegs(int64(slot) / slotsPerSeg); err != nil {
 		return nil, err
 	}
 	block := pow2ceil(size)
-	a := baseAddr + (w.pos-baseAddr+block-1)/block*block
-	if a+block > allocLimit {
-		return nil, fmt.Errorf("%w: %s", ErrFileTooLarge, "the repaired table does not fit")
+	var a int64
+	var dst []byte
+	if block >= w.chunk {
+		// A block of its own; w.pos is chunk-aligned, so any gap before
+		// it is whole chunks.
+		a = baseAddr + (w.pos-baseAddr+block-1)/block*block
+		if a+block > allocLimit {
+			return nil, fmt.Errorf("%w: %s", ErrFileTooLarge, "the repaired table does not fit")
+		}
+		w.freeRange(w.pos, a)
+		w.pos = a + block
+		w.big, w.bigAt = make([]byte, 0, size), a
+		dst = w.big
+	} else {
+		ch := &w.open[buddyClass(size)]
+		if ch.buf != nil && int64(len(ch.buf))+block > w.chunk {
+			if err := w.aw.submit(bucketStream, ch.buf, ch.at); err != nil {
+				return nil, err
+			}
+			ch.buf = nil
+		}
+		if ch.buf == nil {
+			if w.pos+block > allocLimit {
+				return nil, fmt.Errorf("%w: %s", ErrFileTooLarge, "the repaired table does not fit")
+			}
+			ch.buf, ch.at = w.aw.take(bucketStream), w.pos
+			w.pos += w.chunk
+		}
+		at := int64(len(ch.buf))
+		a = ch.at + at
+		if a+block > allocLimit {
+			return nil, fmt.Errorf("%w: %s", ErrFileTooLarge, "the repaired table does not fit")
+		}
+		ch.buf = ch.buf[:at+block]
+		clear(ch.buf[at+size:])
+		dst = ch.buf[at : at : at+size]
 	}
-	w.freeRange(w.pos, a)
-	dst, err := w.reserve(a, size, block)
-	if err != nil {
-		return nil, err
-	}
-	w.pos = a + block
 	w.counters[counterIndex(size)]++
 	e := w.segBuf[(int64(slot)/slotsPerSeg-w.segFirst)*segmentSize+int64(slot%slotsPerSeg)*slotEntrySize:]
 	be.PutUint32(e, uint32(size))
@@ -481,33 +554,27 @@ func (w *tableWriter) addBucket(slot uint32, size int64, keys, objects int) ([]b
 	return dst, nil
 }
 
-// reserve extends the buffer to a+block, zeroing the gap before a and the
-// padding after the bucket, and returns the bucket's space at a.
-func (w *tableWriter) reserve(a, size, block int64) ([]byte, error) {
-	if len(w.wbuf) > 0 && a+block-w.wstart > int64(cap(w.wbuf)) {
-		if err := w.flushBuf(); err != nil {
-			return nil, err
+// flushChunks queues the partly filled chunks and frees their unused
+// tails; the chunk at the end of the file is cut short instead.
+func (w *tableWriter) flushChunks() error {
+	var err error
+	for c := maxBuddyClass; c >= 1; c-- {
+		ch := &w.open[c]
+		if ch.buf == nil {
+			continue
+		}
+		used := ch.at + int64(len(ch.buf))
+		if err == nil {
+			err = w.aw.submit(bucketStream, ch.buf, ch.at)
+		}
+		ch.buf = nil
+		if ch.at+w.chunk == w.pos {
+			w.pos = used
+		} else {
+			w.freeRange(used, ch.at+w.chunk)
 		}
 	}
-	n := int64(len(w.wbuf))
-	end := a - w.wstart + block
-	w.wbuf = slices.Grow(w.wbuf, int(end-n))[:end]
-	at := a - w.wstart
-	clear(w.wbuf[n:at])
-	clear(w.wbuf[at+size : end])
-	return w.wbuf[at : at : at+size], nil
-}
-
-func (w *tableWriter) flushBuf() error {
-	if len(w.wbuf) == 0 {
-		return nil
-	}
-	if err := w.aw.submit(bucketStream, w.wbuf, w.wstart); err != nil {
-		return err
-	}
-	w.wstart += int64(len(w.wbuf))
-	w.wbuf = w.aw.take(bucketStream)
-	return nil
+	return err
 }
 
 // freeRange adds [a, b) to the free lists as maximal aligned buddy blocks.
@@ -534,7 +601,10 @@ func (w *tableWriter) finish() error {
 		err = w.aw.submit(segStream, w.segBuf[:(w.nSegs-w.segFirst)*segmentSize], w.segAddr(w.segFirst))
 	}
 	if err == nil {
-		err = w.flushBuf()
+		err = w.flushBig()
+	}
+	if err == nil {
+		err = w.flushChunks()
 	}
 	if cerr := w.aw.close(); err == nil {
 		err = cerr
@@ -543,6 +613,10 @@ func (w *tableWriter) finish() error {
 		return err
 	}
 	w.freeRange(w.pos, baseAddr+1<<31)
+	// The chunk tails were freed out of address order.
+	for c := range w.free.free {
+		slices.Sort(w.free.free[c])
+	}
 	// Parts.
 	part := make([]byte, w.nParts*partSize)
 	for i := int64(0); i < w.nSegs; i++ {
@@ -580,15 +654,18 @@ const (
 	bucketStream = iota
 	segStream
 	numStreams
+	noStream = -1 // a buffer of its own, dropped once written
 )
 
 // asyncWriter writes buffers at offsets on a goroutine of its own. Each
-// stream owns a fixed set of buffers: take blocks until one is back from the
-// writer, so the memory in flight is bounded.
+// stream makes buffers as needed up to a limit, then take blocks until one
+// is back from the writer, so the memory in flight is bounded.
 type asyncWriter struct {
 	f        File
 	jobs     chan writeJob
-	free     [numStreams]chan []byte
+	free     [numStreams]chan []byte // capacity: the stream's buffer limit
+	made     [numStreams]int         // buffers made so far
+	size     [numStreams]int         // their capacity
 	done     chan struct{}
 	err      error // set by the goroutine; read after done, or via failed
 	failed   atomic.Bool
@@ -605,13 +682,8 @@ type writeJob struct {
 func newAsyncWriter(f File, nBuf, bufSize, nSeg, segSize int) *asyncWriter {
 	aw := &asyncWriter{f: f, jobs: make(chan writeJob, nBuf+nSeg), done: make(chan struct{})}
 	aw.free[bucketStream] = make(chan []byte, nBuf)
-	for range nBuf {
-		aw.free[bucketStream] <- make([]byte, 0, bufSize)
-	}
 	aw.free[segStream] = make(chan []byte, nSeg)
-	for range nSeg {
-		aw.free[segStream] <- make([]byte, segSize)
-	}
+	aw.size = [numStreams]int{bufSize, segSize}
 	go aw.loop()
 	return aw
 }
@@ -626,18 +698,34 @@ func (aw *asyncWriter) loop() {
 			}
 			startWriteback(aw.f, j.off, int64(len(j.b)))
 		}
-		aw.free[j.stream] <- j.b[:0]
+		if j.stream != noStream {
+			aw.free[j.stream] <- j.b[:0]
+		}
 	}
 }
 
-// take returns an empty buffer of stream s.
-func (aw *asyncWriter) take(s int) []byte { return <-aw.free[s] }
+// take returns an empty buffer of stream s, making one while the stream
+// has fewer than its limit.
+func (aw *asyncWriter) take(s int) []byte {
+	select {
+	case b := <-aw.free[s]:
+		return b
+	default:
+	}
+	if aw.made[s] < cap(aw.free[s]) {
+		aw.made[s]++
+		return make([]byte, 0, aw.size[s])
+	}
+	return <-aw.free[s]
+}
 
 // submit queues b for writing at off; b belongs to the writer until a later
 // take returns it.
 func (aw *asyncWriter) submit(s int, b []byte, off int64) error {
 	if aw.failed.Load() {
-		aw.free[s] <- b[:0]
+		if s != noStream {
+			aw.free[s] <- b[:0]
+		}
 		return aw.close()
 	}
 	aw.jobs <- writeJob{b: b, off: off, stream: s}

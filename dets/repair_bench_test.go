@@ -125,3 +125,52 @@ func TestRepairSplitScanMatches(t *testing.T) {
 		}
 	}
 }
+
+// TestRepairPacksBySizeClass checks that a rebuilt table's buckets pack
+// without alignment gaps: the free lists hold only a few blocks per size
+// class (chunk tails and the space after the end), however many buckets.
+func TestRepairPacksBySizeClass(t *testing.T) {
+	rng := rand.New(rand.NewPCG(uint64(testSeed(t)), 11))
+	path := filepath.Join(t.TempDir(), "t.dets")
+	tab, err := Open(path, Options{Kind: Bag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4000 {
+		v := etf.Binary(bytes.Repeat([]byte{byte(i)}, rng.IntN(2000)))
+		if err := tab.Insert(etf.Tuple{etf.Int(i % 3000), v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tab.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Repair(path, Options{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tab, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tab.Close() })
+	if n, err := tab.Info(); err != nil || n.Size != 4000 {
+		t.Fatalf("after repair: %+v %v, want 4000 objects", n, err)
+	}
+	blocks, classes := 0, 0
+	for c := 1; c <= maxBuddyClass; c++ {
+		blocks += len(tab.bud.free[c])
+	}
+	for _, n := range tab.h.counters {
+		if n > 0 {
+			classes++
+		}
+	}
+	// Per class at most one chunk tail (under 32 blocks), plus the gap
+	// before the first chunk and the space after the end (32 each).
+	if limit := 32 * (classes + 2); blocks > limit {
+		t.Fatalf("%d free blocks after repair, want at most %d (%d size classes)", blocks, limit, classes)
+	}
+	if err := tab.Check(); err != nil {
+		t.Fatalf("check: %v", err)
+	}
+}
