@@ -1,0 +1,5 @@
+//go:build !race
+
+package kinds
+
+const raceEnabled = false
