@@ -177,6 +177,11 @@ func (c *checker) checkDisk() {
 	mem.closed, mem.freelistsPtr = closedProperly, uint32(t.fileEnd)
 	h.md5, mem.md5 = [16]byte{}, [16]byte{}
 	mem.flBase = h.flBase
+	if h.counters == ([numCounters]uint32{}) {
+		// A 9(a) file has no counters until its first save; the
+		// in-memory ones are checked against the buckets below.
+		h.counters = mem.counters
+	}
 	if h != mem {
 		c.add("header", 0, "on-disk header differs from the table state")
 	}

@@ -198,6 +198,13 @@ func (t *Table) load(opts *Options) (*repairRequest, error) {
 		return nil, err
 	}
 	t.hdrKeys = h.noKeys
+	if t.h.counters == ([numCounters]uint32{}) && t.h.noObjects > 0 {
+		// A 9(a) file has no size-class counters. Count the buckets now:
+		// the first save writes them, and OTP bounds bucket reads by them.
+		if err := t.recountBuckets(); err != nil {
+			return nil, err
+		}
+	}
 	return nil, nil
 }
 
@@ -582,3 +589,24 @@ func (t *Table) freeBucket(e slotEntry) error {
 
 // slotFor returns the slot of a key with phash2 value hv.
 func (t *Table) slotFor(hv uint32) uint32 { return slotOf(hv, t.h.m, t.h.n) }
+
+// recountBuckets rebuilds the size-class counters from the slot entries.
+func (t *Table) recountBuckets() error {
+	var c [numCounters]uint32
+	for slot := uint32(0); slot < t.h.next; slot++ {
+		e, err := t.entry(slot)
+		if err != nil {
+			return err
+		}
+		if e.size == 0 {
+			continue
+		}
+		i := counterIndex(int64(e.size))
+		if i < 0 {
+			return corrupt(t.path, "segment", int64(t.segs[slot/slotsPerSeg]), "slot %d: bucket size %d", slot, e.size)
+		}
+		c[i]++
+	}
+	t.h.counters = c
+	return nil
+}
