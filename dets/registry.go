@@ -17,13 +17,17 @@ var openTables struct {
 
 // register records t as open when its file is an OS file.
 func (t *Table) register() {
-	st, ok := t.f.(interface{ Stat() (fs.FileInfo, error) })
-	if !ok {
-		return
-	}
-	fi, err := st.Stat()
-	if err != nil {
-		return
+	fi := t.statInfo
+	t.statInfo = nil
+	if fi == nil {
+		st, ok := t.f.(statter)
+		if !ok {
+			return
+		}
+		var err error
+		if fi, err = st.Stat(); err != nil {
+			return
+		}
 	}
 	id, ok := idOf(fi)
 	if !ok {
@@ -66,4 +70,20 @@ func IsOpen(path string) bool {
 	openTables.Lock()
 	defer openTables.Unlock()
 	return openTables.n[id] > 0
+}
+
+type statter interface{ Stat() (fs.FileInfo, error) }
+
+// fileSize returns the file's size; for an OS file it keeps the FileInfo so
+// that register needs no second fstat on the open path.
+func (t *Table) fileSize() (int64, error) {
+	if st, ok := t.f.(statter); ok {
+		fi, err := st.Stat()
+		if err != nil {
+			return 0, err
+		}
+		t.statInfo = fi
+		return fi.Size(), nil
+	}
+	return t.f.Size()
 }

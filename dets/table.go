@@ -36,7 +36,8 @@ type Table struct {
 
 	head, tail []byte // file head and free-list area, only during load
 
-	regID      fileID // identity in openTables while registered
+	statInfo   fs.FileInfo // from the open's one fstat, reused by register
+	regID      fileID      // identity in openTables while registered
 	registered bool
 
 	small [slotEntrySize]byte // scratch for slot entries and status words, under mu
@@ -105,7 +106,7 @@ func openExisting(fsys FS, path string, opts *Options) (*Table, *repairRequest, 
 // load reads and validates the header, the segment array and the free lists
 // of a closed file, applying the §6.3 decision table.
 func (t *Table) load(opts *Options) (*repairRequest, error) {
-	size, err := t.f.Size()
+	size, err := t.fileSize()
 	if err != nil {
 		return nil, err
 	}
