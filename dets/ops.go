@@ -606,6 +606,7 @@ func (t *Table) Close() error {
 	if err == nil && t.dirty && !t.readOnly {
 		err = t.save(false)
 	}
+	t.unmapFile()
 	if cerr := t.f.Close(); err == nil {
 		err = cerr
 	}

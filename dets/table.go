@@ -40,6 +40,15 @@ type Table struct {
 	regID      fileID      // identity in openTables while registered
 	registered bool
 
+	// The memory map (mmap.go).
+	mm         []byte       // shared map of the file, or nil
+	unmap      func() error // releases mm
+	mmWritable bool         // stores go through mm
+	mapOps     int          // bucket I/O before mapping
+	noMap      bool         // the file cannot be mapped
+	size       int64        // file size while mapped
+	extended   bool         // the file was extended past its data
+
 	small [slotEntrySize]byte // scratch for slot entries and status words, under mu
 	rbuf  []byte              // bucket read buffer, reused under mu
 	wbuf  []byte              // bucket write buffer, reused under mu
@@ -310,6 +319,7 @@ func (t *Table) initFile(minSlots, maxSlots uint32) error {
 // initLayout is initFile with next slots (a multiple of 256, minSlots <=
 // next <= maxSlots) in use from the start.
 func (t *Table) initLayout(minSlots, maxSlots, next uint32) error {
+	t.unmapFile() // the old layout's reads and writes are over
 	m, n := layoutFor(next)
 	nsegs := int(next / slotsPerSeg)
 	nparts := (nsegs + segsPerPart - 1) / segsPerPart
@@ -346,9 +356,10 @@ func (t *Table) initLayout(minSlots, maxSlots, next uint32) error {
 	if _, err := t.f.WriteAt(buf, 0); err != nil {
 		return err
 	}
-	if err := t.f.Truncate(base); err != nil {
+	if err := t.truncate(base); err != nil {
 		return err
 	}
+	t.extended = false
 	t.segCache = make([]*[slotsPerSeg]slotEntry, nsegs)
 	t.bud = newBuddy(base)
 	t.fileEnd, t.physSize = base, base
@@ -363,7 +374,7 @@ func (t *Table) Path() string { return t.path }
 // ---- low-level I/O helpers; all run with t.mu held ----
 
 func (t *Table) writeAt(b []byte, off int64) error {
-	if _, err := t.f.WriteAt(b, off); err != nil {
+	if err := t.storeAt(b, off); err != nil {
 		return err
 	}
 	if end := off + int64(len(b)); end > t.fileEnd {
@@ -379,13 +390,13 @@ func (t *Table) markDirty() error {
 		return nil
 	}
 	var z [4]byte
-	if _, err := t.f.WriteAt(z[:], offClosed); err != nil {
+	if err := t.pwrite(z[:], offClosed); err != nil {
 		return err
 	}
 	if err := t.f.Sync(); err != nil {
 		return err
 	}
-	if err := t.f.Truncate(t.fileEnd); err != nil {
+	if err := t.truncate(t.fileEnd); err != nil {
 		return err
 	}
 	t.dirty = true
@@ -425,7 +436,10 @@ func (t *Table) save(durable bool) error {
 		flBase = t.bud.base
 	}
 	buf = be.AppendUint32(buf, uint32(flp+int64(len(buf))+trailerSize-flBase))
-	if _, err := t.f.WriteAt(buf, flp); err != nil {
+	if err := t.pwrite(buf, flp); err != nil {
+		return err
+	}
+	if err := t.trimExtension(flp + int64(len(buf))); err != nil {
 		return err
 	}
 	if err := t.f.Sync(); err != nil {
@@ -496,7 +510,7 @@ func (t *Table) readBucket(slot uint32, e slotEntry) ([]byte, error) {
 		t.rbuf = make([]byte, size)
 	}
 	b := t.rbuf[:size]
-	if err := readFull(t.f, b, ptr); err != nil {
+	if err := t.readAt(b, ptr); err != nil {
 		return nil, t.ioErr("bucket", ptr, err)
 	}
 	if got := be.Uint32(b); got != e.size {

@@ -1,0 +1,171 @@
+package dets
+
+import (
+	"runtime"
+	"runtime/debug"
+)
+
+// A long-lived table reads and writes its buckets and slot entries through
+// a shared memory map of the file instead of a pread or pwrite each, so a
+// lookup or an insert usually makes no system call. Stores into a shared
+// map land in the kernel's page cache exactly as pwrite's bytes do: a
+// killed process loses nothing it wrote, and fsync covers them.
+//
+// The map is made lazily, after mapAfterOps bucket reads and writes, so a
+// short open-lookup-close cycle never pays for mmap and munmap. It spans
+// mapSpan bytes whatever the file size (otp9 files stay below 2 GiB), so
+// the file grows under it without a remap. A store past the end of the file
+// first extends the file by at least an eighth (fallocate, so a full disk
+// is an error here rather than a fault later; the write then falls back to
+// pwrite, which needs only its own bytes); save cuts the file back to
+// its exact size before it writes the closed header. A crash in between
+// leaves zeros after the data, which a repair scan skips, in OTP too.
+//
+// A page can still vanish: another process may truncate the file. Accesses
+// to the map run with the runtime's panic-on-fault mode, so the SIGBUS
+// becomes a recovered panic, and the access falls back to pread or pwrite,
+// which report the short file or the I/O error.
+const (
+	mapAfterOps = 64
+	mapSpan     = 1 << 32
+	mapGrowMin  = 1 << 20 // smallest extension of a mapped file
+)
+
+// mappable is implemented by files that can be memory-mapped (OS files).
+type mappable interface {
+	// mapShared maps length bytes of the file, shared; writable adds
+	// PROT_WRITE.
+	mapShared(length int, writable bool) ([]byte, func() error, error)
+	// allocate extends the file from cur to size bytes, reserving disk
+	// blocks where the file system can.
+	allocate(cur, size int64) error
+}
+
+// countOp maps the file once enough bucket I/O has been done.
+func (t *Table) countOp() {
+	if t.mm == nil && !t.noMap {
+		t.mapOps++
+		if t.mapOps >= mapAfterOps {
+			t.mapFile()
+		}
+	}
+}
+
+// readAt reads len(b) bytes at off, through the map when there is one.
+func (t *Table) readAt(b []byte, off int64) error {
+	t.countOp()
+	if end := off + int64(len(b)); t.mm != nil && off >= 0 && end <= t.size {
+		if mapCopy(b, t.mm[off:end]) {
+			return nil
+		}
+	}
+	return readFull(t.f, b, off)
+}
+
+// storeAt writes b at off, through the map when there is one.
+func (t *Table) storeAt(b []byte, off int64) error {
+	t.countOp()
+	if end := off + int64(len(b)); t.mmWritable && off >= 0 && end <= int64(len(t.mm)) {
+		// A failed extension (a nearly full disk) leaves the write to
+		// pwrite, which needs only the bytes it writes.
+		if end <= t.size || t.extend(end) == nil {
+			if mapCopy(t.mm[off:end], b) {
+				return nil
+			}
+		}
+	}
+	return t.pwrite(b, off)
+}
+
+// pwrite writes b at off with the file's WriteAt.
+func (t *Table) pwrite(b []byte, off int64) error {
+	if _, err := t.f.WriteAt(b, off); err != nil {
+		return err
+	}
+	t.size = max(t.size, off+int64(len(b)))
+	return nil
+}
+
+// truncate sets the file's size.
+func (t *Table) truncate(size int64) error {
+	if err := t.f.Truncate(size); err != nil {
+		return err
+	}
+	t.size = size
+	return nil
+}
+
+// extend grows a mapped file so that it holds at least end bytes.
+func (t *Table) extend(end int64) error {
+	size := max(end, t.size+t.size/8, t.size+mapGrowMin)
+	size = min((size+mapGrowMin-1)&^(mapGrowMin-1), int64(len(t.mm)))
+	if err := t.f.(mappable).allocate(t.size, size); err != nil {
+		return err
+	}
+	t.size = size
+	t.extended = true
+	return nil
+}
+
+// trimExtension cuts a file extended by extend back to end bytes.
+func (t *Table) trimExtension(end int64) error {
+	if !t.extended {
+		return nil
+	}
+	if err := t.truncate(end); err != nil {
+		return err
+	}
+	t.extended = false
+	return nil
+}
+
+// mapFile maps t.f, or records that it cannot be mapped.
+func (t *Table) mapFile() {
+	t.noMap = true
+	m, ok := t.f.(mappable)
+	if !ok {
+		return
+	}
+	size, err := t.f.Size()
+	if err != nil {
+		return
+	}
+	b, unmap, err := m.mapShared(mapSpan, !t.readOnly)
+	if err != nil {
+		return
+	}
+	t.mm, t.unmap, t.noMap, t.mmWritable, t.size = b, unmap, false, !t.readOnly, size
+}
+
+// unmapFile releases the map; I/O uses pread and pwrite until the next
+// map. A file still extended keeps t.extended, so save trims it.
+func (t *Table) unmapFile() {
+	if t.unmap != nil {
+		t.unmap() // munmap fails only on a bad range, which would be a bug here
+	}
+	t.mm, t.unmap, t.mmWritable, t.mapOps, t.noMap = nil, nil, false, 0, false
+}
+
+// mapCopy copies src to dst, one of which is in the map, reporting false
+// when a page of the map could not be accessed.
+func mapCopy(dst, src []byte) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if re, isRuntime := r.(runtime.Error); isRuntime && hasAddr(re) {
+				ok = false
+				return
+			}
+			panic(r)
+		}
+	}()
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+	copy(dst, src)
+	return true
+}
+
+// hasAddr reports whether err is a memory fault (it carries the address).
+func hasAddr(err error) bool {
+	_, ok := err.(interface{ Addr() uintptr })
+	return ok
+}

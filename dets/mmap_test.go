@@ -1,0 +1,216 @@
+package dets
+
+import (
+	"errors"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/otptest"
+)
+
+// TestMappedReadsSeeWrites interleaves writes (pwrite) with lookups that go
+// through the map once it exists, checking every answer against a map.
+func TestMappedReadsSeeWrites(t *testing.T) {
+	rng := rand.New(rand.NewSource(testSeed(t)))
+	tab := openT(t, tmpFile(t, "m.dets"), Options{})
+	want := map[int64]int64{}
+	for i := range 5000 {
+		k := rng.Int63n(700)
+		switch rng.Intn(4) {
+		case 0:
+			if err := tab.Delete(etf.Int(k)); err != nil {
+				t.Fatal(err)
+			}
+			delete(want, k)
+		case 1:
+			v := int64(i)
+			if err := tab.Insert(tup(etf.Int(k), etf.Int(v), bin(string(make([]byte, rng.Intn(300)))))); err != nil {
+				t.Fatal(err)
+			}
+			want[k] = v
+		default:
+			objs, err := tab.Lookup(etf.Int(k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, ok := want[k]
+			if !ok {
+				if len(objs) != 0 {
+					t.Fatalf("op %d: key %d: got %v, want none", i, k, objs)
+				}
+				continue
+			}
+			if len(objs) != 1 || objs[0].(etf.Tuple)[1] != etf.Int(v) {
+				t.Fatalf("op %d: key %d: got %v, want value %d", i, k, objs, v)
+			}
+		}
+	}
+	if tab.mm == nil {
+		t.Fatal("no map after thousands of lookups")
+	}
+}
+
+// TestMappedReadOfTruncatedFile truncates the file behind an open table
+// whose reads go through the map: the lookup must fail with ErrCorrupt (the
+// vanished page raises SIGBUS, turned into a fallback to pread), not crash.
+func TestMappedReadOfTruncatedFile(t *testing.T) {
+	path := tmpFile(t, "t.dets")
+	tab, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tab.Close()
+	for i := range 2000 {
+		if err := tab.Insert(tup(etf.Int(i), bin(string(make([]byte, 200))))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2 * mapAfterOps {
+		if _, err := tab.Lookup(etf.Int(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tab.mm == nil {
+		t.Fatal("table not mapped")
+	}
+	if err := os.Truncate(path, 4096); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for i := range 2000 {
+		_, err := tab.Lookup(etf.Int(i))
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("lookup %d: %v, want ErrCorrupt", i, err)
+		}
+		failed++
+		break
+	}
+	if failed == 0 {
+		t.Fatal("no lookup failed after the file was truncated to 4 KiB")
+	}
+}
+
+// TestCopyFromMapFault reads a page past the end of a mapped file directly.
+func TestCopyFromMapFault(t *testing.T) {
+	path := tmpFile(t, "f")
+	if err := os.WriteFile(path, make([]byte, 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OSFS{}.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, ok := f.(mappable)
+	if !ok {
+		t.Skip("OS files are not mappable on this platform")
+	}
+	b, unmap, err := m.mapShared(1<<20, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unmap()
+	dst := make([]byte, 10)
+	if !mapCopy(dst, b[:10]) {
+		t.Fatal("reading the first page failed")
+	}
+	if mapCopy(dst, b[64<<10:64<<10+10]) {
+		t.Fatal("reading past the end of the file succeeded")
+	}
+}
+
+// TestMappedCrashImage takes the image a kill -9 leaves of a table whose
+// writes went through the map and whose file was extended past its data:
+// the page cache's bytes, read while the table is open. Both godets's and
+// OTP's repairs must find exactly the acknowledged objects, and OTP must
+// read the godets-repaired file with {repair,false}.
+func TestMappedCrashImage(t *testing.T) {
+	r := otptest.Erl(t)
+	rng := rand.New(rand.NewSource(testSeed(t)))
+	var in [][]byte
+	var want [][]string
+	for _, kind := range rpKinds {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "live.dets")
+		tab, err := Open(path, Options{Kind: kind})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := newRPModel(kind)
+		for i := range 4000 {
+			k := rng.Intn(1500)
+			if rng.Intn(5) == 0 {
+				if err := tab.Delete(etf.Int(k)); err != nil {
+					t.Fatal(err)
+				}
+				m.delete(t, etf.Int(k))
+				continue
+			}
+			o := rpObj(k, i%3, rng.Intn(400))
+			if err := tab.Insert(o); err != nil {
+				t.Fatal(err)
+			}
+			m.insert(t, o)
+		}
+		if !tab.mmWritable || !tab.extended {
+			t.Fatalf("%s: writes did not go through an extended map (writable %v, extended %v)", kind, tab.mmWritable, tab.extended)
+		}
+		img := readFileT(t, path)
+		if int64(len(img)) <= tab.fileEnd {
+			t.Fatalf("%s: image of %d bytes, end of data %d: the file was not extended", kind, len(img), tab.fileEnd)
+		}
+		if err := tab.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if info, err := os.Stat(path); err != nil || info.Size() != tab.physSize {
+			t.Fatalf("%s: closed file size %v (err %v), want %d", kind, info.Size(), err, tab.physSize)
+		}
+		mustReopenCheck(t, path)
+
+		a, b := filepath.Join(dir, "otp.dets"), filepath.Join(dir, "go.dets")
+		rpWriteFile(t, a, img)
+		rpWriteFile(t, b, img)
+		if _, err := Open(b, Options{}); !errors.Is(err, ErrNeedsRepair) {
+			t.Fatalf("%s: open of the crash image: %v, want ErrNeedsRepair", kind, err)
+		}
+		rtab, err := Open(b, Options{Repair: AutoRepair})
+		if err != nil {
+			t.Fatalf("%s: repair: %v", kind, err)
+		}
+		rtab.Close()
+		if got := rpReopenClean(t, b); !slices.Equal(got, m.sorted()) {
+			t.Fatalf("%s: godets repaired %d objects, want %d", kind, len(got), len(m.sorted()))
+		}
+		in = append(in, []byte(a), []byte(b))
+		want = append(want, m.sorted())
+	}
+	for i, kind := range rpKinds {
+		out := r.Eval(t, otpReadBack, []byte(rpKindAtom(kind)), in[2*i], in[2*i+1])
+		if got := rpOTPObjects(t, out[0]); !slices.Equal(got, want[i]) {
+			t.Errorf("%s: OTP repaired the crash image to %d objects, want %d", kind, len(got), len(want[i]))
+		}
+		if got := rpOTPObjects(t, out[1]); !slices.Equal(got, want[i]) {
+			t.Errorf("%s: OTP reads %d objects from the godets-repaired file, want %d", kind, len(got), len(want[i]))
+		}
+	}
+}
+
+// mustReopenCheck opens path with NoRepair and runs Check.
+func mustReopenCheck(t *testing.T, path string) {
+	t.Helper()
+	tab, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer tab.Close()
+	if err := tab.Check(); err != nil {
+		t.Fatalf("Check after reopen: %v", err)
+	}
+}
