@@ -58,7 +58,11 @@
 //   - The buddy base is FlBase when non-zero, else 1336 (OTP always resets
 //     it to 1336 on open; both are valid, see buddy.go).
 //   - Writes go straight to the file (no write cache), so a killed process
-//     loses no acknowledged operation. Sync fsyncs the data, then the closed
+//     loses no acknowledged operation. A long-lived table does its bucket
+//     I/O through a shared memory map of the file (mmap.go), which the
+//     kernel treats like pwrite: same page cache, same fsync. The map is
+//     made after a few dozen operations, so a short open-use-close cycle
+//     makes no mmap call. Sync fsyncs the data, then the closed
 //     header; Close orders the data before the closed header with one fsync
 //     and, like OTP's close, does not fsync the header itself. Close is
 //     idempotent.
