@@ -87,3 +87,35 @@ func TestSessionLatency(t *testing.T) {
 		t.Errorf("median %v or p95 %v beyond 2x Slate's figures", med, p95)
 	}
 }
+
+// BenchmarkRawCycle is BenchmarkSessionLookup without the lock: the part of
+// a session that belongs to dets.
+func BenchmarkRawCycle(b *testing.B) {
+	path := newSet1000(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		t, err := dets.Open(path, dets.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, err := lookupOne(t)
+		if err != nil || n != 1 {
+			b.Fatal(n, err)
+		}
+		if err := t.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLockedEmpty is the lock part of a session alone: resolve,
+// acquire, the already-open check and release, with nothing opened.
+func BenchmarkLockedEmpty(b *testing.B) {
+	path := newSet1000(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := Locked(path, Options{}, func(string) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -22,6 +22,12 @@
 // dets.AutoRepair it repairs while holding the lock. Repair can lose data:
 // back up a file you need before repairing it.
 //
+// After a session the process keeps the sidecar's descriptor open, unlocked,
+// for about one to two seconds (at most 16 files), so that the next session
+// on the file skips opening it; every check still runs under the lock. The
+// descriptor holds no lock, but meanwhile it keeps the filesystem busy
+// (umount fails with EBUSY).
+//
 // Symlinks (of the parent directory and of the file) are resolved before
 // the sidecar is chosen, and the resolved path is what dets.Open receives,
 // so relative, absolute and symlinked names of one file share one lock. The

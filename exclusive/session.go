@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/godets/godets/internal/lockfile"
 )
@@ -26,25 +25,32 @@ var logger = slog.Default
 // description), so the registry only adds what the kernel cannot: quarantine
 // of files whose cleanup failed, and a happens-before edge between
 // consecutive sessions on one file for the race detector, which knows
-// nothing about file locks.
+// nothing about file locks (its mutex is taken after every acquisition and
+// before every release).
 var registry = struct {
 	sync.Mutex
-	active      map[lockfile.ID]bool
 	quarantined map[string]*lockfile.Lock // by resolved data path; the lock may be nil
 	quarantID   map[lockfile.ID]bool
 }{
-	active:      map[lockfile.ID]bool{},
 	quarantined: map[string]*lockfile.Lock{},
 	quarantID:   map[lockfile.ID]bool{},
 }
 
-func isQuarantined(data string, id *lockfile.ID) bool {
+// errRefused is what refuseQuarantined gives lockfile to end an
+// acquisition; run turns it into ErrQuarantined.
+var errRefused = errors.New("exclusive: quarantined")
+
+// refuseQuarantined is lockfile.Options.Refuse: it runs after each
+// resolution, before any lock attempt, so a quarantined file whose lock is
+// still held reports ErrQuarantined rather than ErrBusy.
+func refuseQuarantined(data string) error {
 	registry.Lock()
-	defer registry.Unlock()
-	if _, ok := registry.quarantined[data]; ok {
-		return true
+	_, ok := registry.quarantined[data]
+	registry.Unlock()
+	if ok {
+		return errRefused
 	}
-	return id != nil && registry.quarantID[*id]
+	return nil
 }
 
 // quarantine refuses data for the rest of the process. If held is non-nil,
@@ -58,7 +64,6 @@ func quarantine(data string, id lockfile.ID, held *lockfile.Lock) {
 		// number may be reused by an unrelated file.
 		registry.quarantID[id] = true
 	}
-	delete(registry.active, id)
 }
 
 // closer is what a session opens: *dets.Table in production, fakes in tests.
@@ -80,6 +85,9 @@ type session[R closer] struct {
 	done  bool
 }
 
+// noHooks is the production testHooks, shared so that run allocates none.
+var noHooks testHooks
+
 // run is the whole session protocol, generic over the table type:
 // validate wait → resolve → acquire → open(resolved) → fn → close → release.
 func run[T any, R closer](path string, wait Wait, hooks *testHooks, open func(resolved string) (R, error), fn func(R) (T, error)) (T, error) {
@@ -91,31 +99,21 @@ func run[T any, R closer](path string, wait Wait, hooks *testHooks, open func(re
 		return zero, ErrNilCallback
 	}
 	if hooks == nil {
-		hooks = &testHooks{}
+		hooks = &noHooks
 	}
-	start := time.Now()
-	target, err := lockfile.Resolve(path, hooks.lock)
+	// Resolution and the quarantine check by path (Refuse) happen inside
+	// Acquire, before any lock attempt, and again if the path turns out to
+	// resolve elsewhere under the lock. The wait covers resolution too.
+	lock, err := lockfile.Acquire(path, lockfile.Options{Wait: wait.d, Hooks: hooks.lock, Refuse: refuseQuarantined})
 	if err != nil {
-		return zero, acquisitionError(err)
-	}
-	if isQuarantined(target.Data, nil) {
-		return zero, &AcquisitionError{Reason: ErrQuarantined}
-	}
-	lock, err := target.Acquire(lockfile.Options{Wait: wait.d - time.Since(start), Hooks: hooks.lock})
-	if err != nil {
-		if wait.d > 0 && errors.Is(err, lockfile.ErrBusy) {
-			// The resolve step used up the whole wait: still a timeout.
-			err = lockfile.ErrTimedOut
+		if errors.Is(err, errRefused) {
+			return zero, &AcquisitionError{Reason: ErrQuarantined}
 		}
 		return zero, acquisitionError(err)
 	}
-	s := &session[R]{lock: lock, hooks: hooks}
-	id := lock.ID()
+	s := session[R]{lock: lock, hooks: hooks}
 	registry.Lock()
-	refused := registry.quarantID[id]
-	if !refused {
-		registry.active[id] = true
-	}
+	refused := registry.quarantID[lock.ID()]
 	registry.Unlock()
 	if refused {
 		// Same file reached through another name (e.g. a bind-mounted
@@ -177,12 +175,14 @@ func (s *session[R]) finish() []error {
 	return s.release()
 }
 
-// release gives up the lock; a failure quarantines the file (the
-// descriptor is closed regardless, see lockfile.Lock.Unlock).
+// release gives up the lock; a failure quarantines the file (a failed
+// LOCK_UN still closes the descriptor, which drops the lock; see
+// lockfile.Lock.Unlock).
 func (s *session[R]) release() []error {
 	s.done = true
+	// Empty critical section: the happens-before edge to the next
+	// session's post-acquisition check (see registry).
 	registry.Lock()
-	delete(registry.active, s.lock.ID())
 	registry.Unlock()
 	if err := s.unlock(); err != nil {
 		quarantine(s.lock.DataPath(), s.lock.ID(), nil)

@@ -27,7 +27,12 @@
 //     package does not know, are refused before any lock call.
 //   - After flock succeeds, the sidecar's identity is checked again (fstat of the
 //     locked descriptor against lstat of the path). If the sidecar was replaced
-//     in between, the lock is released and the attempt retried.
+//     in between, the lock is released and the attempt retried. The data path
+//     is checked again too (still resolved, same file).
+//   - Release is LOCK_UN, then the unlocked descriptor is parked for the next
+//     session on the same file instead of closed (parked.go says why that is
+//     as safe as a fresh open); idle parked descriptors are closed within
+//     about two seconds.
 //   - Waiting polls at most every 20 ms against one deadline taken from the
 //     monotonic clock. An acquisition completing later than the deadline plus
 //     one poll interval is released and reported as ErrTimedOut.
@@ -44,8 +49,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // SidecarSuffix is appended to the resolved data path to name the lock file.
@@ -149,6 +154,10 @@ type Options struct {
 	// Wait is how long to keep retrying while the lock is held elsewhere.
 	// Zero (or negative) means a single attempt, which fails with ErrBusy.
 	Wait time.Duration
+	// Refuse, if set, is asked about each resolved data path before any
+	// lock attempt on it; a non-nil result ends the acquisition with that
+	// error. Package exclusive refuses quarantined files with it.
+	Refuse func(data string) error
 	// Hooks replaces system calls in tests; nil in production.
 	Hooks *Hooks
 }
@@ -158,9 +167,11 @@ type Hooks struct {
 	// Flock replaces flock(2) for both locking and unlocking.
 	Flock func(fd int, how int) error
 	// Close replaces closing the sidecar descriptor. It must close fd (tests
-	// use it to report an extra failure after the real close).
+	// use it to report an extra failure after the real close). With Close
+	// set, Unlock always closes the descriptor instead of parking it.
 	Close func(fd int) error
-	// BeforeFlock runs after the sidecar is opened and checked, just before flock.
+	// BeforeFlock runs after the sidecar is opened and checked (or a parked
+	// descriptor taken), just before flock.
 	BeforeFlock func(sidecar string)
 	// FSType maps the statfs f_type the kernel reported to the one to judge.
 	FSType func(magic uint32) uint32
@@ -177,9 +188,31 @@ type Target struct {
 	// dataID identifies the data file if it existed when resolved.
 	dataID     fileID
 	dataExists bool
-	// sidecarFresh is set when Resolve has just checked the sidecar name;
-	// the first attempt then skips repeating that check (see attempt).
-	sidecarFresh atomic.Bool
+	// tentative: Data is raw, taken as already resolved because a session
+	// on it left a parked descriptor (see parked.go), without the openat2
+	// proof. The re-check under the lock still demands that proof; if it
+	// fails the attempt asks for a fresh resolution (errStaleResolve)
+	// instead of reporting IdentityChanged.
+	tentative bool
+	// dataZ and sidecarZ are Data and Sidecar, NUL-terminated, for system
+	// calls that would otherwise copy the path on every call.
+	dataZ, sidecarZ []byte
+}
+
+// newTarget builds a Target for the resolved path data with one allocation
+// for both NUL-terminated paths; Sidecar's string shares those bytes.
+func newTarget(raw, data string) *Target {
+	n := len(data)
+	b := make([]byte, 0, 2*n+len(SidecarSuffix)+2)
+	b = append(b, data...)
+	b = append(b, 0)
+	b = append(b, data...)
+	b = append(b, SidecarSuffix...)
+	b = append(b, 0)
+	t := &Target{raw: raw, Data: data, dataZ: b[:n+1], sidecarZ: b[n+1:]}
+	// b is never written again, so a string over it is immutable.
+	t.Sidecar = unsafe.String(&t.sidecarZ[0], len(t.sidecarZ)-1)
+	return t
 }
 
 type fileID struct{ dev, ino uint64 }
@@ -193,9 +226,14 @@ type Lock struct {
 	mu      sync.Mutex
 	fd      int
 	id      ID
+	magic   uint32 // statfs f_type of the sidecar's filesystem, as the kernel gave it
 	target  *Target
 	hooks   *Hooks
 	release bool
+	// parkable: Unlock may park the descriptor (see parked.go). Set only
+	// when the kernel gave the mount-root attribute, which the re-check of
+	// a parked descriptor relies on, and Hooks.Close is not observing.
+	parkable bool
 }
 
 // Acquire resolves path and takes its sidecar lock.
@@ -203,8 +241,11 @@ func Acquire(path string, opts Options) (*Lock, error) {
 	if !supported {
 		return nil, ErrUnsupportedTarget
 	}
-	start := time.Now()
-	t, err := Resolve(path, opts.Hooks)
+	var start time.Time
+	if opts.Wait > 0 {
+		start = time.Now()
+	}
+	t, err := resolve(path, opts.Hooks, true)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +257,11 @@ func (t *Target) Acquire(opts Options) (*Lock, error) {
 	if !supported {
 		return nil, ErrUnsupportedTarget
 	}
-	return t.acquire(time.Now(), opts)
+	var start time.Time
+	if opts.Wait > 0 {
+		start = time.Now()
+	}
+	return t.acquire(start, opts)
 }
 
 // deadlineFor returns the monotonic deadline for a wait starting at start.
@@ -228,7 +273,16 @@ func deadlineFor(start time.Time, wait time.Duration) time.Time {
 
 func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 	h := opts.Hooks
-	deadline := deadlineFor(start, opts.Wait)
+	if opts.Refuse != nil {
+		if err := opts.Refuse(t.Data); err != nil {
+			return nil, err
+		}
+	}
+	// A single attempt needs no clock at all.
+	var deadline time.Time
+	if opts.Wait > 0 {
+		deadline = deadlineFor(start, opts.Wait)
+	}
 	identityRetries := 0
 	for {
 		l, err := t.attempt(h)
@@ -243,6 +297,21 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 				return nil, ErrTimedOut
 			}
 			return l, nil
+		case err == errStaleResolve:
+			// The tentative path was not the resolved one after all:
+			// resolve it properly (once; the new Target is not
+			// tentative) and ask Refuse again about the new path.
+			nt, rerr := resolve(t.raw, h, false)
+			if rerr != nil {
+				return nil, rerr
+			}
+			if opts.Refuse != nil {
+				if rerr := opts.Refuse(nt.Data); rerr != nil {
+					return nil, rerr
+				}
+			}
+			t = nt
+			continue
 		case errors.Is(err, errSidecarReplaced):
 			identityRetries++
 			if identityRetries > maxIdentityRetries {
@@ -271,43 +340,66 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 var (
 	errWouldBlock      = errors.New("lockfile: would block")
 	errSidecarReplaced = errors.New("lockfile: sidecar replaced")
+	errStaleResolve    = errors.New("lockfile: tentative resolution is stale")
 )
 
 // Resolve turns path into a Target: symlinks are evaluated before the path is
 // made absolute, so "link/../x" means what the kernel means. The parent
-// directory must exist. Alias, mount-point and filesystem checks run here,
-// before any lock is attempted.
+// directory must exist. Alias, mount-point and filesystem checks of the data
+// file run here; the sidecar's name is checked by each attempt, just before
+// it is opened.
 func Resolve(path string, h *Hooks) (*Target, error) {
 	if !supported {
 		return nil, ErrUnsupportedTarget
 	}
+	return resolve(path, h, false)
+}
+
+// resolve is Resolve; with tentativeOK it may return a tentative Target
+// (see Target.tentative) when a parked descriptor says path was resolved
+// before.
+func resolve(path string, h *Hooks, tentativeOK bool) (*Target, error) {
 	if path == "" {
 		return nil, &AliasError{Kind: InvalidName, Path: path}
 	}
-	if st, ok := statCanonical(path); ok {
-		// path is already the resolved path of an existing file.
-		t := &Target{raw: path, Data: path, Sidecar: path + SidecarSuffix}
-		if err := t.checkDataInfo(st, h); err != nil {
-			return nil, err
+	var t *Target
+	if tentativeOK && isParked(path) {
+		// A session on path, as its resolved path, parked its descriptor:
+		// take path as resolved again. One lstat gives what the checks
+		// before the lock need; it describes the same file the resolved
+		// path would, because path is absolute and clean (it was a
+		// resolved path) and the kernel walks such a path the way
+		// EvalSymlinks does. Whether path is still free of symlinks is
+		// proved under the lock.
+		t = newTarget(path, path)
+		if st, err := lstatIDz(t.dataZ, path); err == nil && st.mode.IsRegular() {
+			t.tentative = true
+			if err := t.checkDataInfo(st, h); err != nil {
+				return nil, err
+			}
+			return t, nil
 		}
-		return t.finishResolve()
+	}
+	if filepath.IsAbs(path) && filepath.Clean(path) == path {
+		if t == nil {
+			t = newTarget(path, path)
+		}
+		if st, ok := statCanonical(t.dataZ, path); ok {
+			// path is already the resolved path of an existing file.
+			if err := t.checkDataInfo(st, h); err != nil {
+				return nil, err
+			}
+			return t, nil
+		}
 	}
 	data, err := resolvePath(path)
 	if err != nil {
 		return nil, err
 	}
-	t := &Target{raw: path, Data: data, Sidecar: data + SidecarSuffix}
+	t = newTarget(path, data)
 	if err := t.checkData(h); err != nil {
 		return nil, err
 	}
-	return t.finishResolve()
-}
-
-func (t *Target) finishResolve() (*Target, error) {
-	if err := checkSidecarName(t.Sidecar); err != nil {
-		return nil, err
-	}
-	t.sidecarFresh.Store(true)
 	return t, nil
 }
 
@@ -363,7 +455,7 @@ func resolvePath(path string) (string, error) {
 // under another sidecar; it records the file's identity for the re-check
 // under the lock.
 func (t *Target) checkData(h *Hooks) error {
-	st, err := lstatID(t.Data)
+	st, err := lstatIDz(t.dataZ, t.Data)
 	if errors.Is(err, fs.ErrNotExist) {
 		return checkFS(filepath.Dir(t.Data), h)
 	}
@@ -423,8 +515,8 @@ func (t *Target) checkDataInfo(st statInfo, h *Hooks) error {
 
 // checkSidecarName refuses a sidecar path that exists as anything but a plain,
 // singly linked regular file. It never opens the path.
-func checkSidecarName(sidecar string) error {
-	st, err := lstatID(sidecar)
+func (t *Target) checkSidecarName() error {
+	st, err := lstatIDz(t.sidecarZ, t.Sidecar)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -433,73 +525,61 @@ func checkSidecarName(sidecar string) error {
 	}
 	switch {
 	case st.mode&fs.ModeSymlink != 0:
-		return &AliasError{Kind: SymlinkSidecar, Path: sidecar}
+		return &AliasError{Kind: SymlinkSidecar, Path: t.Sidecar}
 	case !st.mode.IsRegular():
-		return &AliasError{Kind: NonRegularSidecar, Path: sidecar}
+		return &AliasError{Kind: NonRegularSidecar, Path: t.Sidecar}
 	case st.nlink != 1:
-		return &AliasError{Kind: HardLinkedSidecar, Path: sidecar}
+		return &AliasError{Kind: HardLinkedSidecar, Path: t.Sidecar}
 	}
-	mnt, err := mountRootOf(sidecar, st)
+	mnt, err := mountRootOf(t.Sidecar, st)
 	if err != nil {
 		return err
 	}
 	if mnt {
-		return &AliasError{Kind: MountPoint, Path: sidecar}
+		return &AliasError{Kind: MountPoint, Path: t.Sidecar}
 	}
 	return nil
 }
 
-// attempt makes one lock attempt: open the sidecar, check it, flock it without
-// blocking, then check that the path still names the locked inode and that the
-// data path still resolves to the same file.
+// attempt makes one lock attempt: get a descriptor of the sidecar (a parked
+// one, or a fresh open after the name checks), flock it without blocking,
+// then check that the path still names the locked inode and that the data
+// path still resolves to the same file.
 func (t *Target) attempt(h *Hooks) (*Lock, error) {
-	// The name is checked before opening so that a FIFO, device or
-	// directory is never opened. Resolve has just done this check when the
-	// first attempt follows it; repeating it microseconds later would narrow
-	// no race (the open's O_NOFOLLOW, the fstat checks and the re-check under
-	// the lock are what close it), so only retries and later Acquire calls
-	// on the same Target check again.
-	if !t.sidecarFresh.CompareAndSwap(true, false) {
-		if err := checkSidecarName(t.Sidecar); err != nil {
+	l := &Lock{fd: noFD, target: t, hooks: h}
+	if p, ok := takeParked(t.Data); ok {
+		// Opened, checked and judged by an earlier attempt; a
+		// descriptor's filesystem never changes, but the verdict is
+		// asked again so that the FSType hook still applies.
+		l.fd, l.id, l.magic = p.fd, ID{Dev: p.id.dev, Ino: p.id.ino}, p.magic
+		l.parkable = h == nil || h.Close == nil
+		if err := judgeFS(p.magic, t.Sidecar, h); err != nil {
+			l.closeOnly()
 			return nil, err
 		}
-	}
-	fd, err := openSidecar(t.Sidecar)
-	if err != nil {
+	} else if err := t.openFresh(l, h); err != nil {
 		return nil, err
 	}
-	l := &Lock{fd: fd, target: t, hooks: h}
-	fail := func(err error) (*Lock, error) {
-		l.closeOnly()
-		return nil, err
-	}
-	st, err := fstatID(fd, t.Sidecar)
-	if err != nil {
-		return fail(err)
-	}
-	switch {
-	case !st.mode.IsRegular():
-		return fail(&AliasError{Kind: NonRegularSidecar, Path: t.Sidecar})
-	case st.nlink != 1:
-		return fail(&AliasError{Kind: HardLinkedSidecar, Path: t.Sidecar})
-	}
-	if err := checkFDFS(fd, st, t.Sidecar, h); err != nil {
-		return fail(err)
-	}
-	l.id = ID{Dev: st.id.dev, Ino: st.id.ino}
 	if h != nil && h.BeforeFlock != nil {
 		h.BeforeFlock(t.Sidecar)
 	}
 	if err := l.flock(lockExclusiveNB); err != nil {
 		if errors.Is(err, errWouldBlock) {
-			return fail(errWouldBlock)
+			// Held elsewhere: keep the descriptor for the next poll
+			// or session; it holds nothing.
+			l.parkOrClose()
+			return nil, errWouldBlock
 		}
-		return fail(&fs.PathError{Op: "flock", Path: t.Sidecar, Err: err})
+		l.closeOnly()
+		return nil, &fs.PathError{Op: "flock", Path: t.Sidecar, Err: err}
 	}
-	// Under the lock: is the name still ours?
-	cur, err := lstatID(t.Sidecar)
-	if err != nil || cur.id != st.id || cur.nlink != 1 || !cur.mode.IsRegular() {
-		if uerr := l.Unlock(); uerr != nil {
+	// Under the lock: is the name still ours, singly linked, regular and
+	// not a mount point? For a parked descriptor this is also the check
+	// that the sidecar was not replaced, re-pointed or mounted over since
+	// it was opened.
+	cur, err := lstatIDz(t.sidecarZ, t.Sidecar)
+	if err != nil || cur.id != (fileID{l.id.Dev, l.id.Ino}) || cur.nlink != 1 || !cur.mode.IsRegular() || cur.mountRoot {
+		if uerr := l.unlockClose(); uerr != nil {
 			return nil, uerr
 		}
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -508,12 +588,50 @@ func (t *Target) attempt(h *Hooks) (*Lock, error) {
 		return nil, errSidecarReplaced
 	}
 	if err := t.recheckData(); err != nil {
-		if uerr := l.Unlock(); uerr != nil {
+		if uerr := l.unlockClose(); uerr != nil {
+			if err == errStaleResolve {
+				return nil, uerr
+			}
 			return nil, errors.Join(err, uerr)
 		}
 		return nil, err
 	}
 	return l, nil
+}
+
+// openFresh opens the sidecar into l after checking its name (so that a
+// FIFO, device or directory is never opened), then checks the descriptor.
+func (t *Target) openFresh(l *Lock, h *Hooks) error {
+	if err := t.checkSidecarName(); err != nil {
+		return err
+	}
+	fd, err := openSidecar(t.sidecarZ, t.Sidecar)
+	if err != nil {
+		return err
+	}
+	l.fd = fd
+	st, err := fstatID(fd, t.Sidecar)
+	if err != nil {
+		l.closeOnly()
+		return err
+	}
+	switch {
+	case !st.mode.IsRegular():
+		l.closeOnly()
+		return &AliasError{Kind: NonRegularSidecar, Path: t.Sidecar}
+	case st.nlink != 1:
+		l.closeOnly()
+		return &AliasError{Kind: HardLinkedSidecar, Path: t.Sidecar}
+	}
+	magic, err := checkFDFS(fd, st, t.Sidecar, h)
+	if err != nil {
+		l.closeOnly()
+		return err
+	}
+	l.id = ID{Dev: st.id.dev, Ino: st.id.ino}
+	l.magic = magic
+	l.parkable = st.rootKnown && (h == nil || h.Close == nil)
+	return nil
 }
 
 // recheckData confirms, under the lock, that the raw path still resolves to
@@ -523,8 +641,11 @@ func (t *Target) recheckData() error {
 		// The caller gave the resolved path: it still resolves to itself
 		// exactly when no element of it has become a symlink, which one
 		// openat2(RESOLVE_NO_SYMLINKS) answers atomically.
-		if st, ok := statCanonical(t.Data); ok {
+		if st, ok := statCanonical(t.dataZ, t.Data); ok {
 			return t.recheckInfo(st)
+		}
+		if t.tentative {
+			return errStaleResolve
 		}
 	}
 	data, err := resolvePath(t.raw)
@@ -534,7 +655,7 @@ func (t *Target) recheckData() error {
 	if data != t.Data {
 		return &AliasError{Kind: IdentityChanged, Path: t.Data}
 	}
-	st, err := lstatID(t.Data)
+	st, err := lstatIDz(t.dataZ, t.Data)
 	if errors.Is(err, fs.ErrNotExist) {
 		if t.dataExists {
 			return &AliasError{Kind: IdentityChanged, Path: t.Data}
@@ -570,22 +691,50 @@ func (l *Lock) SidecarPath() string { return l.target.Sidecar }
 // ID identifies the locked sidecar inode.
 func (l *Lock) ID() ID { return l.id }
 
-// Unlock releases the lock: LOCK_UN while the descriptor is still valid, then
-// close. Both steps always run; their errors are joined. A second call returns
-// ErrReleased.
+// Unlock releases the lock: LOCK_UN while the descriptor is still valid,
+// then the descriptor is parked for the next session on the same file (see
+// parked.go) or closed. A failed LOCK_UN always closes, which drops the
+// lock anyway; both errors are joined. A second call returns ErrReleased.
 func (l *Lock) Unlock() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.release || l.fd == noFD {
 		return ErrReleased
 	}
+	return l.unlock(true)
+}
+
+// unlockClose is Unlock for an attempt that must not keep the descriptor
+// (the sidecar it names is not, or no longer, the right one).
+func (l *Lock) unlockClose() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.unlock(false)
+}
+
+func (l *Lock) unlock(mayPark bool) error {
 	l.release = true
-	var uerr error
 	if err := l.flock(lockUnlock); err != nil {
-		uerr = &fs.PathError{Op: "unlock", Path: l.target.Sidecar, Err: err}
+		uerr := &fs.PathError{Op: "unlock", Path: l.target.Sidecar, Err: err}
+		return errors.Join(uerr, l.closeFile())
 	}
-	cerr := l.closeFile()
-	return errors.Join(uerr, cerr)
+	if mayPark && l.parkable {
+		l.parkOrClose()
+		return nil
+	}
+	return l.closeFile()
+}
+
+// parkOrClose hands an unlocked descriptor to the parked set, or closes it.
+func (l *Lock) parkOrClose() {
+	l.release = true
+	if l.parkable {
+		fd := l.fd
+		l.fd = noFD
+		parkFD(l.target.Data, parkedFD{fd: fd, id: fileID{l.id.Dev, l.id.Ino}, magic: l.magic})
+		return
+	}
+	_ = l.closeFile()
 }
 
 func (l *Lock) closeOnly() {

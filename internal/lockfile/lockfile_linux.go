@@ -6,8 +6,11 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -89,33 +92,74 @@ func statxFallback(err error) bool {
 	return errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM)
 }
 
-// lstatID stats path without following a final symlink (and without
-// triggering an automount), with the mount-root attribute and mount ID when
-// the kernel has them.
-func lstatID(path string) (statInfo, error) {
+// cstring returns path NUL-terminated for a system call, or nil if path
+// contains a NUL (which no file name can).
+func cstring(path string) []byte {
+	if strings.IndexByte(path, 0) >= 0 {
+		return nil
+	}
+	b := make([]byte, len(path)+1)
+	copy(b, path)
+	return b
+}
+
+// pathPtr gives the system-call pointer of the NUL-terminated z, or of a
+// fresh copy of name when z is nil.
+func pathPtr(z []byte, name string) (*byte, error) {
+	if z == nil {
+		if z = cstring(name); z == nil {
+			return nil, unix.EINVAL
+		}
+	}
+	return &z[0], nil
+}
+
+// statx is unix.Statx on a path already NUL-terminated, so the hot path
+// copies no path per call.
+func statx(dirfd int, p *byte, flags, mask int, sx *unix.Statx_t) error {
+	for {
+		_, _, e := unix.Syscall6(unix.SYS_STATX, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(flags), uintptr(mask), uintptr(unsafe.Pointer(sx)), 0)
+		if e == 0 {
+			return nil
+		}
+		if e != unix.EINTR {
+			return e
+		}
+	}
+}
+
+// lstatIDz stats the path z (NUL-terminated; nil means "copy name") without
+// following a final symlink (and without triggering an automount), with the
+// mount-root attribute and mount ID when the kernel has them. name is the
+// same path, for errors.
+func lstatIDz(z []byte, name string) (statInfo, error) {
+	p, err := pathPtr(z, name)
+	if err != nil {
+		return statInfo{}, &fs.PathError{Op: "statx", Path: name, Err: err}
+	}
 	var sx unix.Statx_t
-	err := ignoringEINTR(func() error {
-		return unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, statxMask, &sx)
-	})
+	err = statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, statxMask, &sx)
+	runtime.KeepAlive(z)
 	if err == nil {
 		return fromStatx(&sx), nil
 	}
 	if !statxFallback(err) {
-		return statInfo{}, &fs.PathError{Op: "statx", Path: path, Err: err}
+		return statInfo{}, &fs.PathError{Op: "statx", Path: name, Err: err}
 	}
 	var st unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Lstat(path, &st) }); err != nil {
-		return statInfo{}, &fs.PathError{Op: "lstat", Path: path, Err: err}
+	if err := ignoringEINTR(func() error { return unix.Lstat(name, &st) }); err != nil {
+		return statInfo{}, &fs.PathError{Op: "lstat", Path: name, Err: err}
 	}
 	return fromStat(&st), nil
 }
 
+// emptyPath is "" for statx on a descriptor (AT_EMPTY_PATH).
+var emptyPath = [1]byte{0}
+
 // fstatID stats an open descriptor; name is for error messages.
 func fstatID(fd int, name string) (statInfo, error) {
 	var sx unix.Statx_t
-	err := ignoringEINTR(func() error {
-		return unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, statxMask, &sx)
-	})
+	err := statx(fd, &emptyPath[0], unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, statxMask, &sx)
 	if err == nil {
 		return fromStatx(&sx), nil
 	}
@@ -139,20 +183,22 @@ func fstatID(fd int, name string) (statInfo, error) {
 // the answer describes the very file the walk reached. ok is false whenever
 // the fast path cannot answer (relative or unclean path, any symlink, a
 // missing file, openat2 unavailable, any error); callers then take the
-// general path, which also reports the errors.
-func statCanonical(path string) (st statInfo, ok bool) {
+// general path, which also reports the errors. z is path NUL-terminated,
+// or nil.
+func statCanonical(z []byte, path string) (st statInfo, ok bool) {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return statInfo{}, false
+	}
+	p, err := pathPtr(z, path)
+	if err != nil {
 		return statInfo{}, false
 	}
 	how := unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
 		Resolve: unix.RESOLVE_NO_SYMLINKS,
 	}
-	var fd int
-	err := ignoringEINTR(func() (err error) {
-		fd, err = unix.Openat2(unix.AT_FDCWD, path, &how)
-		return err
-	})
+	fd, err := openat2(p, &how)
+	runtime.KeepAlive(z)
 	if err != nil {
 		return statInfo{}, false
 	}
@@ -162,6 +208,36 @@ func statCanonical(path string) (st statInfo, ok bool) {
 		return statInfo{}, false
 	}
 	return st, true
+}
+
+// cwdFD is AT_FDCWD in a variable: as a constant, -100 cannot convert to
+// a uintptr system-call argument.
+var cwdFD = unix.AT_FDCWD
+
+// openat2 is unix.Openat2 from AT_FDCWD on a NUL-terminated path.
+func openat2(p *byte, how *unix.OpenHow) (int, error) {
+	for {
+		r, _, e := unix.Syscall6(unix.SYS_OPENAT2, uintptr(cwdFD), uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(how)), unsafe.Sizeof(*how), 0, 0)
+		if e == 0 {
+			return int(r), nil
+		}
+		if e != unix.EINTR {
+			return noFD, e
+		}
+	}
+}
+
+// openat is open(2) from AT_FDCWD on a NUL-terminated path.
+func openat(p *byte, flags int, perm uint32) (int, error) {
+	for {
+		r, _, e := unix.Syscall6(unix.SYS_OPENAT, uintptr(cwdFD), uintptr(unsafe.Pointer(p)), uintptr(flags), uintptr(perm), 0, 0)
+		if e == 0 {
+			return int(r), nil
+		}
+		if e != unix.EINTR {
+			return noFD, e
+		}
+	}
 }
 
 // mountRootOf answers the mount-point question for path from st when statx
@@ -182,24 +258,22 @@ func isLoop(err error) bool { return errors.Is(err, syscall.ELOOP) }
 // the lock) while the Lock is still in use, and no fcntl calls to register
 // it with the poller. O_NONBLOCK is left set: the descriptor is only ever
 // given to fstat, flock and close, none of which look at it (flock's
-// blocking is chosen by LOCK_NB).
-func openSidecar(path string) (int, error) {
+// blocking is chosen by LOCK_NB). z is path NUL-terminated, or nil.
+func openSidecar(z []byte, path string) (int, error) {
 	const flags = unix.O_CREAT | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY
-	var fd int
-	err := ignoringEINTR(func() (err error) {
-		fd, err = unix.Open(path, unix.O_RDWR|flags, sidecarPerm)
-		return err
-	})
-	if errors.Is(err, unix.EACCES) {
+	p, err := pathPtr(z, path)
+	if err != nil {
+		return noFD, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	fd, err := openat(p, unix.O_RDWR|unix.O_LARGEFILE|flags, sidecarPerm)
+	if err == unix.EACCES {
 		// Another user's sidecar we may not write: flock works on a
 		// read-only descriptor too. Never create in this case.
-		err = ignoringEINTR(func() (err error) {
-			fd, err = unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
-			return err
-		})
+		fd, err = openat(p, unix.O_RDONLY|unix.O_LARGEFILE|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	}
+	runtime.KeepAlive(z)
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
+		if err == unix.ELOOP {
 			return noFD, &AliasError{Kind: SymlinkSidecar, Path: path}
 		}
 		return noFD, &fs.PathError{Op: "open", Path: path, Err: err}
@@ -282,17 +356,17 @@ func checkFS(path string, h *Hooks) error {
 
 // checkFDFS is checkFS for the open descriptor fd, whose statx result is st.
 // The verdict comes from the mount-ID cache when it can, from fstatfs (which
-// then fills the cache) otherwise.
-func checkFDFS(fd int, st statInfo, name string, h *Hooks) error {
+// then fills the cache) otherwise. It returns the type the kernel gave.
+func checkFDFS(fd int, st statInfo, name string, h *Hooks) (uint32, error) {
 	if magic, ok := cachedFSType(st); ok {
-		return judgeFS(magic, name, h)
+		return magic, judgeFS(magic, name, h)
 	}
 	var sf unix.Statfs_t
 	if err := ignoringEINTR(func() error { return unix.Fstatfs(fd, &sf) }); err != nil {
-		return &fs.PathError{Op: "fstatfs", Path: name, Err: err}
+		return 0, &fs.PathError{Op: "fstatfs", Path: name, Err: err}
 	}
 	rememberFSType(st, uint32(sf.Type))
-	return judgeFS(uint32(sf.Type), name, h)
+	return uint32(sf.Type), judgeFS(uint32(sf.Type), name, h)
 }
 
 func judgeFS(magic uint32, path string, h *Hooks) error {
