@@ -145,6 +145,10 @@ func (b *buddy) appendFreeLists(dst []byte) []byte {
 // is the offset within area of the problem.
 func parseFreeLists(area []byte, base int64) (*buddy, int, string) {
 	b := &buddy{base: base}
+	// One backing array holds every address: each class gets a capped
+	// window of it, so a later insert reallocates instead of overwriting
+	// the next class.
+	store := make([]uint32, 0, len(area)/4)
 	off := 0
 	last := 0
 	for {
@@ -177,6 +181,9 @@ func parseFreeLists(area []byte, base int64) (*buddy, int, string) {
 		if c == last && len(b.free[c]) > 0 {
 			prev = int64(b.free[c][len(b.free[c])-1])
 		}
+		if c != last {
+			store = store[len(store):] // a new class starts its window here
+		}
 		for i := off + 12; i < off+size; i += 4 {
 			a := int64(be.Uint32(area[i:]))
 			if a <= prev {
@@ -185,9 +192,10 @@ func parseFreeLists(area []byte, base int64) (*buddy, int, string) {
 			if a < baseAddr {
 				return nil, i, fmt.Sprintf("free block %d below the buddy area", a)
 			}
-			b.free[c] = append(b.free[c], uint32(a))
+			store = append(store, uint32(a))
 			prev = a
 		}
+		b.free[c] = store[:len(store):len(store)]
 		last = c
 		off += size
 	}
@@ -210,11 +218,24 @@ func (b *buddy) blocks() []block {
 	return out
 }
 
+// firstOverlap finds a free block that overlaps the one before it in
+// address order, sorting (address, class) pairs packed in one slice.
 func (b *buddy) firstOverlap() (int64, bool) {
-	bl := b.blocks()
-	for i := 1; i < len(bl); i++ {
-		if bl[i-1].addr+bl[i-1].size > bl[i].addr {
-			return bl[i].addr, false
+	n := 0
+	for c := range b.free {
+		n += len(b.free[c])
+	}
+	all := make([]uint64, 0, n)
+	for c := 1; c <= maxBuddyClass; c++ {
+		for _, a := range b.free[c] {
+			all = append(all, uint64(a)<<8|uint64(c))
+		}
+	}
+	slices.Sort(all)
+	for i := 1; i < len(all); i++ {
+		prev, cur := int64(all[i-1]>>8), int64(all[i]>>8)
+		if prev+blockSize(int(all[i-1]&0xff)) > cur {
+			return cur, false
 		}
 	}
 	return 0, true

@@ -72,6 +72,20 @@ func IsOpen(path string) bool {
 	return openTables.n[id] > 0
 }
 
+// IsOpenID is IsOpen for the file with the given device and inode numbers
+// (as stat reports them), for callers that already know the identity: it
+// makes no system call. It is always false where IsOpen is (no file
+// identities on this platform).
+func IsOpenID(dev, ino uint64) bool {
+	id, ok := makeID(dev, ino)
+	if !ok {
+		return false
+	}
+	openTables.Lock()
+	defer openTables.Unlock()
+	return openTables.n[id] > 0
+}
+
 type statter interface{ Stat() (fs.FileInfo, error) }
 
 // fileSize returns the file's size; for an OS file it keeps the FileInfo so

@@ -16,3 +16,5 @@ func idOf(fi fs.FileInfo) (fileID, bool) {
 	}
 	return fileID{uint64(st.Dev), uint64(st.Ino)}, true
 }
+
+func makeID(dev, ino uint64) (fileID, bool) { return fileID{dev, ino}, true }

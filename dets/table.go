@@ -68,8 +68,34 @@ func Open(path string, opts Options) (*Table, error) {
 	if fsys == nil {
 		fsys = OSFS{}
 	}
+	return open(fsys, path, nil, opts)
+}
+
+// OpenFile is Open for a table file the caller has already opened: read
+// and write, or read-only with opts.ReadOnly. It saves the open of a path
+// a caller has just resolved and checked (package exclusive does, under
+// its lock). The table owns f from then on and closes it, also when
+// OpenFile fails; f.Name() is its path, used for messages and by a repair,
+// which replaces the file and opens the new one by that path. opts.FS is
+// not used for f itself.
+func OpenFile(f *os.File, opts Options) (*Table, error) {
+	if err := opts.validate(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	fsys := opts.FS
+	if fsys == nil {
+		fsys = OSFS{}
+	}
+	return open(fsys, f.Name(), osFile{f}, opts)
+}
+
+// open is Open; a non-nil first is the already-open file for the first
+// attempt.
+func open(fsys FS, path string, first File, opts Options) (*Table, error) {
 	for attempt := 0; ; attempt++ {
-		t, needRepair, err := openExisting(fsys, path, &opts)
+		t, needRepair, err := openExisting(fsys, path, first, &opts)
+		first = nil
 		if errors.Is(err, fs.ErrNotExist) && !opts.ReadOnly {
 			t, err = create(fsys, path, &opts)
 		}
@@ -94,14 +120,16 @@ type repairRequest struct{ hdr *header }
 
 // openExisting opens an existing file and loads it, or reports that it must
 // be repaired first. It never writes to the file.
-func openExisting(fsys FS, path string, opts *Options) (*Table, *repairRequest, error) {
-	flag := os.O_RDWR
-	if opts.ReadOnly {
-		flag = os.O_RDONLY
-	}
-	f, err := fsys.OpenFile(path, flag, 0)
-	if err != nil {
-		return nil, nil, err
+func openExisting(fsys FS, path string, f File, opts *Options) (*Table, *repairRequest, error) {
+	if f == nil {
+		flag := os.O_RDWR
+		if opts.ReadOnly {
+			flag = os.O_RDONLY
+		}
+		var err error
+		if f, err = fsys.OpenFile(path, flag, 0); err != nil {
+			return nil, nil, err
+		}
 	}
 	t := &Table{path: path, fsys: fsys, f: f, readOnly: opts.ReadOnly}
 	rr, err := t.load(opts)
@@ -111,6 +139,9 @@ func openExisting(fsys FS, path string, opts *Options) (*Table, *repairRequest, 
 	}
 	return t, nil, nil
 }
+
+// headBufs holds open's first-read buffers; nothing keeps them after load.
+var headBufs = sync.Pool{New: func() any { return new([headReadSize]byte) }}
 
 // load reads and validates the header, the segment array and the free lists
 // of a closed file, applying the §6.3 decision table.
@@ -124,7 +155,9 @@ func (t *Table) load(opts *Options) (*repairRequest, error) {
 	}
 	// One read covers the version, the header, the part table and, in
 	// most files, part 0: opening a closed file costs few syscalls.
-	head := make([]byte, min(size, headReadSize))
+	hp := headBufs.Get().(*[headReadSize]byte)
+	defer headBufs.Put(hp)
+	head := hp[:min(size, headReadSize)]
 	if err := readFull(t.f, head, 0); err != nil {
 		return nil, err
 	}
@@ -464,7 +497,9 @@ func (t *Table) entry(slot uint32) (slotEntry, error) {
 	s := slot / slotsPerSeg
 	seg := t.segCache[s]
 	if seg == nil {
-		b := make([]byte, segmentSize)
+		hp := headBufs.Get().(*[headReadSize]byte)
+		defer headBufs.Put(hp)
+		b := hp[:segmentSize] // decoded at once below
 		if err := readFull(t.f, b, int64(t.segs[s])); err != nil {
 			return slotEntry{}, t.ioErr("segment", int64(t.segs[s]), err)
 		}

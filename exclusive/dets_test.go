@@ -10,6 +10,7 @@ import (
 
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/lockfile"
 )
 
 // Sessions with the real engine: create, write, read back in a later
@@ -109,7 +110,7 @@ func TestAlreadyOpenRefused(t *testing.T) {
 	old := openElsewhere
 	t.Cleanup(func() { openElsewhere = old })
 	var asked string
-	openElsewhere = func(p string) bool { asked = p; return true }
+	openElsewhere = func(l *lockfile.Lock) bool { asked = l.DataPath(); return true }
 	f := newFixture(t)
 	f.path = path
 	err := f.run(Immediate, func(*fakeTable) error { return nil })

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/godets/godets/dets"
+	"github.com/godets/godets/internal/lockfile"
 )
 
 // Wait bounds how long a session waits for a lock held elsewhere. The zero
@@ -52,9 +53,14 @@ type Options struct {
 	hooks *testHooks
 }
 
-// openElsewhere reports whether the table at the resolved path is open in
-// this process outside a session. A variable so tests can stub it.
-var openElsewhere = dets.IsOpen
+// openElsewhere reports whether the locked data file is open in this
+// process outside a session. The lock re-checked the file's identity, so
+// no stat is needed; a file that did not exist cannot be open. A variable
+// so tests can stub it.
+var openElsewhere = func(l *lockfile.Lock) bool {
+	id, ok := l.DataID()
+	return ok && dets.IsOpenID(id.Dev, id.Ino)
+}
 
 // With runs fn inside an exclusive session on the table at path.
 //

@@ -121,7 +121,7 @@ func run[T any, R closer](path string, wait Wait, hooks *testHooks, open func(re
 		_ = s.unlock()
 		return zero, &AcquisitionError{Reason: ErrQuarantined}
 	}
-	if openElsewhere(lock.DataPath()) {
+	if openElsewhere(lock) {
 		if errs := s.release(); len(errs) > 0 {
 			return zero, s.cleanupFailed(&AcquisitionError{Reason: ErrAlreadyOpen}, errs, "return")
 		}

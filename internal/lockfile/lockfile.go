@@ -691,6 +691,12 @@ func (l *Lock) SidecarPath() string { return l.target.Sidecar }
 // ID identifies the locked sidecar inode.
 func (l *Lock) ID() ID { return l.id }
 
+// DataID identifies the data file as re-checked under the lock; ok is false
+// when there was no data file.
+func (l *Lock) DataID() (id ID, ok bool) {
+	return ID{Dev: l.target.dataID.dev, Ino: l.target.dataID.ino}, l.target.dataExists
+}
+
 // Unlock releases the lock: LOCK_UN while the descriptor is still valid,
 // then the descriptor is parked for the next session on the same file (see
 // parked.go) or closed. A failed LOCK_UN always closes, which drops the
