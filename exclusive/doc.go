@@ -29,9 +29,11 @@
 // (umount fails with EBUSY).
 //
 // Symlinks (of the parent directory and of the file) are resolved before
-// the sidecar is chosen, and the resolved path is what dets.Open receives,
-// so relative, absolute and symlinked names of one file share one lock. The
-// parent directory must exist. Refused before locking, as ErrUnsafeAlias:
+// the sidecar is chosen, and the resolved path is the one the table is
+// opened at (a read-write session on an existing file is handed the
+// descriptor the lock opened while re-checking that path), so relative,
+// absolute and symlinked names of one file share one lock. The parent
+// directory must exist. Refused before locking, as ErrUnsafeAlias:
 // data files with more than one hard link, dangling symlinks, sidecars that
 // are symlinks, hard links or not regular files, and data files or sidecars
 // that are themselves mount points (mount a directory, not the file). Only

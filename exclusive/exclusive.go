@@ -65,9 +65,10 @@ var openElsewhere = func(l *lockfile.Lock) bool {
 // With runs fn inside an exclusive session on the table at path.
 //
 // The session acquires the sidecar lock (see package doc), opens the table
-// with dets.Open on the resolved path, runs fn in the calling goroutine,
-// closes the table and releases the lock. It returns nil only after the
-// close and the release succeeded.
+// on the resolved path (a read-write session on an existing file uses the
+// descriptor the lock opened while checking that path; see dets.OpenFile),
+// runs fn in the calling goroutine, closes the table and releases the lock.
+// It returns nil only after the close and the release succeeded.
 //
 // Errors: ErrInvalidWait; *AcquisitionError (ErrBusy, ErrTimedOut, ...)
 // before the table is opened; *SessionError (OpenFailure, CallbackFailure)
@@ -92,11 +93,19 @@ func With(path string, opts Options, fn func(*dets.Table) error) error {
 // with a nil error, a *SessionError of stage CallbackFailure, or a
 // *CleanupError.
 func Do[T any](path string, opts Options, fn func(*dets.Table) (T, error)) (T, error) {
-	open := func(resolved string) (*dets.Table, error) {
-		to := opts.Table
-		to.Repair = opts.Repair
-		to.ReadOnly = opts.ReadOnly
-		return dets.Open(resolved, to)
+	to := opts.Table
+	to.Repair = opts.Repair
+	to.ReadOnly = opts.ReadOnly
+	open := func(l *lockfile.Lock) (*dets.Table, error) {
+		if f := l.TakeDataFile(); f != nil {
+			return dets.OpenFile(f, to)
+		}
+		return dets.Open(l.DataPath(), to)
 	}
-	return run(path, opts.Wait, opts.hooks, open, fn)
+	// A read-write session on the real file system takes the descriptor
+	// the lock's re-check opened instead of opening the path again. A
+	// custom FS must see every open, and a read-only session would need
+	// a read-only descriptor, so both open by path.
+	openData := !to.ReadOnly && to.FS == nil
+	return run(path, opts.Wait, opts.hooks, openData, open, fn)
 }

@@ -1,5 +1,7 @@
 package exclusive
 
+import "github.com/godets/godets/internal/lockfile"
+
 // Locked runs fn while holding the table's lock, without opening the table.
 // It is for work that must own the file but cannot, or must not, go through
 // dets.Open: dets.Repair of a file whose header is destroyed, or a byte copy
@@ -21,8 +23,8 @@ func Locked(path string, opts Options, fn func(resolvedPath string) error) error
 	if fn == nil {
 		return ErrNilCallback
 	}
-	open := func(resolved string) (lockedFile, error) { return lockedFile(resolved), nil }
-	_, err := run(path, opts.Wait, opts.hooks, open, func(p lockedFile) (struct{}, error) {
+	open := func(l *lockfile.Lock) (lockedFile, error) { return lockedFile(l.DataPath()), nil }
+	_, err := run(path, opts.Wait, opts.hooks, false, open, func(p lockedFile) (struct{}, error) {
 		return struct{}{}, fn(string(p))
 	})
 	return err

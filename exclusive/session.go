@@ -89,8 +89,11 @@ type session[R closer] struct {
 var noHooks testHooks
 
 // run is the whole session protocol, generic over the table type:
-// validate wait → resolve → acquire → open(resolved) → fn → close → release.
-func run[T any, R closer](path string, wait Wait, hooks *testHooks, open func(resolved string) (R, error), fn func(R) (T, error)) (T, error) {
+// validate wait → resolve → acquire → open(lock) → fn → close → release.
+// With openData the lock opens an existing data file read-write while it
+// re-checks it; open should take it with TakeDataFile (Unlock closes it
+// otherwise).
+func run[T any, R closer](path string, wait Wait, hooks *testHooks, openData bool, open func(*lockfile.Lock) (R, error), fn func(R) (T, error)) (T, error) {
 	var zero T
 	if wait.d < 0 {
 		return zero, ErrInvalidWait
@@ -104,7 +107,7 @@ func run[T any, R closer](path string, wait Wait, hooks *testHooks, open func(re
 	// Resolution and the quarantine check by path (Refuse) happen inside
 	// Acquire, before any lock attempt, and again if the path turns out to
 	// resolve elsewhere under the lock. The wait covers resolution too.
-	lock, err := lockfile.Acquire(path, lockfile.Options{Wait: wait.d, Hooks: hooks.lock, Refuse: refuseQuarantined})
+	lock, err := lockfile.Acquire(path, lockfile.Options{Wait: wait.d, Hooks: hooks.lock, Refuse: refuseQuarantined, OpenData: openData})
 	if err != nil {
 		if errors.Is(err, errRefused) {
 			return zero, &AcquisitionError{Reason: ErrQuarantined}
@@ -131,7 +134,7 @@ func run[T any, R closer](path string, wait Wait, hooks *testHooks, open func(re
 		hooks.afterAcquire()
 	}
 
-	table, err := open(lock.DataPath())
+	table, err := open(lock)
 	if err != nil {
 		primary := &SessionError{Stage: OpenFailure, Err: err}
 		if errs := s.release(); len(errs) > 0 {

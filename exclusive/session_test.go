@@ -73,7 +73,7 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) open(resolved string) (*fakeTable, error) {
+func (f *fixture) open(l *lockfile.Lock) (*fakeTable, error) {
 	f.opens.Add(1)
 	f.rec.add("open")
 	if f.openErr != nil {
@@ -85,7 +85,7 @@ func (f *fixture) open(resolved string) (*fakeTable, error) {
 }
 
 func session1[T any](f *fixture, wait Wait, fn func(*fakeTable) (T, error)) (T, error) {
-	return run(f.path, wait, f.hooks, f.open, fn)
+	return run(f.path, wait, f.hooks, false, f.open, fn)
 }
 
 func (f *fixture) run(wait Wait, fn func(*fakeTable) error) error {

@@ -158,6 +158,13 @@ type Options struct {
 	// lock attempt on it; a non-nil result ends the acquisition with that
 	// error. Package exclusive refuses quarantined files with it.
 	Refuse func(data string) error
+	// OpenData asks the re-check under the lock to open an existing data
+	// file read-write, through the same symlink-free walk that proves the
+	// path resolved, and to keep that descriptor for TakeDataFile: the
+	// caller then skips opening the path again. A missing data file, or
+	// one the walk cannot open (no openat2, no write permission), leaves
+	// no descriptor and is re-checked as without OpenData.
+	OpenData bool
 	// Hooks replaces system calls in tests; nil in production.
 	Hooks *Hooks
 }
@@ -234,6 +241,10 @@ type Lock struct {
 	// when the kernel gave the mount-root attribute, which the re-check of
 	// a parked descriptor relies on, and Hooks.Close is not observing.
 	parkable bool
+	// dataFD is the data file opened read-write by the re-check
+	// (Options.OpenData), until TakeDataFile hands it out or Unlock
+	// closes it; noFD otherwise.
+	dataFD int
 }
 
 // Acquire resolves path and takes its sidecar lock.
@@ -285,7 +296,7 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 	}
 	identityRetries := 0
 	for {
-		l, err := t.attempt(h)
+		l, err := t.attempt(h, opts.OpenData)
 		switch {
 		case err == nil:
 			if opts.Wait > 0 && time.Since(deadline) > PollInterval {
@@ -544,9 +555,9 @@ func (t *Target) checkSidecarName() error {
 // attempt makes one lock attempt: get a descriptor of the sidecar (a parked
 // one, or a fresh open after the name checks), flock it without blocking,
 // then check that the path still names the locked inode and that the data
-// path still resolves to the same file.
-func (t *Target) attempt(h *Hooks) (*Lock, error) {
-	l := &Lock{fd: noFD, target: t, hooks: h}
+// path still resolves to the same file (opening it with openData).
+func (t *Target) attempt(h *Hooks, openData bool) (*Lock, error) {
+	l := &Lock{fd: noFD, dataFD: noFD, target: t, hooks: h}
 	if p, ok := takeParked(t.Data); ok {
 		// Opened, checked and judged by an earlier attempt; a
 		// descriptor's filesystem never changes, but the verdict is
@@ -587,7 +598,8 @@ func (t *Target) attempt(h *Hooks) (*Lock, error) {
 		}
 		return nil, errSidecarReplaced
 	}
-	if err := t.recheckData(); err != nil {
+	dataFD, err := t.recheckData(openData)
+	if err != nil {
 		if uerr := l.unlockClose(); uerr != nil {
 			if err == errStaleResolve {
 				return nil, uerr
@@ -596,6 +608,7 @@ func (t *Target) attempt(h *Hooks) (*Lock, error) {
 		}
 		return nil, err
 	}
+	l.dataFD = dataFD
 	return l, nil
 }
 
@@ -636,36 +649,62 @@ func (t *Target) openFresh(l *Lock, h *Hooks) error {
 
 // recheckData confirms, under the lock, that the raw path still resolves to
 // the chosen data path and that an existing data file is the same inode.
-func (t *Target) recheckData() error {
+// With openData and a data file that existed when resolved, the proof is
+// made on a read-write descriptor of the file, which is returned (noFD
+// otherwise); every failure closes it.
+func (t *Target) recheckData(openData bool) (int, error) {
+	openData = openData && t.dataExists
 	if t.raw == t.Data {
 		// The caller gave the resolved path: it still resolves to itself
 		// exactly when no element of it has become a symlink, which one
 		// openat2(RESOLVE_NO_SYMLINKS) answers atomically.
+		if openData {
+			if fd, st, ok := openCanonical(t.dataZ, t.Data, dataOpenFlags); ok {
+				return t.keepData(fd, st)
+			}
+		}
 		if st, ok := statCanonical(t.dataZ, t.Data); ok {
-			return t.recheckInfo(st)
+			return noFD, t.recheckInfo(st)
 		}
 		if t.tentative {
-			return errStaleResolve
+			return noFD, errStaleResolve
 		}
 	}
 	data, err := resolvePath(t.raw)
 	if err != nil {
-		return err
+		return noFD, err
 	}
 	if data != t.Data {
-		return &AliasError{Kind: IdentityChanged, Path: t.Data}
+		return noFD, &AliasError{Kind: IdentityChanged, Path: t.Data}
+	}
+	if openData {
+		// t.Data is resolved: the symlink-free walk reaches it unless
+		// something changed, and then the lstat below says what.
+		if fd, st, ok := openCanonical(t.dataZ, t.Data, dataOpenFlags); ok {
+			return t.keepData(fd, st)
+		}
 	}
 	st, err := lstatIDz(t.dataZ, t.Data)
 	if errors.Is(err, fs.ErrNotExist) {
 		if t.dataExists {
-			return &AliasError{Kind: IdentityChanged, Path: t.Data}
+			return noFD, &AliasError{Kind: IdentityChanged, Path: t.Data}
 		}
-		return nil
+		return noFD, nil
 	}
 	if err != nil {
-		return err
+		return noFD, err
 	}
-	return t.recheckInfo(st)
+	return noFD, t.recheckInfo(st)
+}
+
+// keepData returns the data descriptor fd, whose statx result is st, if
+// the re-check accepts st; otherwise it closes fd.
+func (t *Target) keepData(fd int, st statInfo) (int, error) {
+	if err := t.recheckInfo(st); err != nil {
+		_ = closeFD(fd)
+		return noFD, err
+	}
+	return fd, nil
 }
 
 // recheckInfo compares the data file's current stat result with the one
@@ -676,6 +715,9 @@ func (t *Target) recheckInfo(st statInfo) error {
 		return &AliasError{Kind: NonRegularData, Path: t.Data}
 	case st.nlink != 1:
 		return &AliasError{Kind: HardLinkedData, Path: t.Data}
+	case st.rootKnown && st.mountRoot:
+		// The file itself mounted over its own name (same identity).
+		return &AliasError{Kind: MountPoint, Path: t.Data}
 	case t.dataExists && st.id != t.dataID:
 		return &AliasError{Kind: IdentityChanged, Path: t.Data}
 	}
@@ -697,9 +739,26 @@ func (l *Lock) DataID() (id ID, ok bool) {
 	return ID{Dev: l.target.dataID.dev, Ino: l.target.dataID.ino}, l.target.dataExists
 }
 
+// TakeDataFile returns the data file opened read-write under the lock
+// (Options.OpenData), named by DataPath, and hands its ownership to the
+// caller. It returns nil when there is none, on every call after the
+// first, and after Unlock. Close the file before Unlock: a descriptor of
+// the data file that outlives the lock is an owner the lock does not see.
+func (l *Lock) TakeDataFile() *os.File {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fd := l.dataFD
+	if fd == noFD {
+		return nil
+	}
+	l.dataFD = noFD
+	return os.NewFile(uintptr(fd), l.target.Data)
+}
+
 // Unlock releases the lock: LOCK_UN while the descriptor is still valid,
 // then the descriptor is parked for the next session on the same file (see
-// parked.go) or closed. A failed LOCK_UN always closes, which drops the
+// parked.go) or closed. A data file descriptor that was never taken is
+// closed first. A failed LOCK_UN always closes, which drops the
 // lock anyway; both errors are joined. A second call returns ErrReleased.
 func (l *Lock) Unlock() error {
 	l.mu.Lock()
@@ -720,6 +779,11 @@ func (l *Lock) unlockClose() error {
 
 func (l *Lock) unlock(mayPark bool) error {
 	l.release = true
+	if l.dataFD != noFD {
+		// Never written through, so closing it cannot lose data.
+		_ = closeFD(l.dataFD)
+		l.dataFD = noFD
+	}
 	if err := l.flock(lockUnlock); err != nil {
 		uerr := &fs.PathError{Op: "unlock", Path: l.target.Sidecar, Err: err}
 		return errors.Join(uerr, l.closeFile())

@@ -186,28 +186,42 @@ func fstatID(fd int, name string) (statInfo, error) {
 // general path, which also reports the errors. z is path NUL-terminated,
 // or nil.
 func statCanonical(z []byte, path string) (st statInfo, ok bool) {
+	fd, st, ok := openCanonical(z, path, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW)
+	if ok {
+		unix.Close(fd)
+	}
+	return st, ok
+}
+
+// dataOpenFlags open a data file read-write for Options.OpenData. Without
+// O_NONBLOCK, os.NewFile leaves the descriptor out of the poller (as
+// os.OpenFile does for regular files). A FIFO swapped in for the file does
+// not block: on Linux an O_RDWR open of a FIFO returns at once, and the
+// stat that follows refuses it.
+const dataOpenFlags = unix.O_RDWR | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NOCTTY | unix.O_LARGEFILE
+
+// openCanonical is statCanonical keeping the descriptor, opened with
+// flags: fd and its stat are returned when ok, and the caller closes fd.
+func openCanonical(z []byte, path string, flags uint64) (fd int, st statInfo, ok bool) {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
-		return statInfo{}, false
+		return noFD, statInfo{}, false
 	}
 	p, err := pathPtr(z, path)
 	if err != nil {
-		return statInfo{}, false
+		return noFD, statInfo{}, false
 	}
-	how := unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
-		Resolve: unix.RESOLVE_NO_SYMLINKS,
-	}
-	fd, err := openat2(p, &how)
+	how := unix.OpenHow{Flags: flags, Resolve: unix.RESOLVE_NO_SYMLINKS}
+	fd, err = openat2(p, &how)
 	runtime.KeepAlive(z)
 	if err != nil {
-		return statInfo{}, false
+		return noFD, statInfo{}, false
 	}
 	st, err = fstatID(fd, path)
-	unix.Close(fd)
 	if err != nil || st.mode&fs.ModeSymlink != 0 {
-		return statInfo{}, false
+		unix.Close(fd)
+		return noFD, statInfo{}, false
 	}
-	return st, true
+	return fd, st, true
 }
 
 // cwdFD is AT_FDCWD in a variable: as a constant, -100 cannot convert to

@@ -12,6 +12,7 @@ const (
 	lockExclusiveNB = 0
 	lockUnlock      = 0
 	noFD            = -1
+	dataOpenFlags   = 0
 )
 
 type statInfo struct {
@@ -22,15 +23,16 @@ type statInfo struct {
 	rootKnown, mountRoot bool
 }
 
-func lstatIDz([]byte, string) (statInfo, error)               { return statInfo{}, ErrUnsupportedTarget }
-func fstatID(int, string) (statInfo, error)                   { return statInfo{}, ErrUnsupportedTarget }
-func mountRootOf(string, statInfo) (bool, error)              { return false, ErrUnsupportedTarget }
-func cachedFSType(statInfo) (uint32, bool)                    { return 0, false }
-func judgeFS(uint32, string, *Hooks) error                    { return ErrUnsupportedTarget }
-func statCanonical([]byte, string) (statInfo, bool)           { return statInfo{}, false }
-func isLoop(error) bool                                       { return false }
-func openSidecar([]byte, string) (int, error)                 { return noFD, ErrUnsupportedTarget }
-func closeFD(int) error                                       { return ErrUnsupportedTarget }
-func (l *Lock) flock(int) error                               { return ErrUnsupportedTarget }
-func checkFS(string, *Hooks) error                            { return ErrUnsupportedTarget }
-func checkFDFS(int, statInfo, string, *Hooks) (uint32, error) { return 0, ErrUnsupportedTarget }
+func lstatIDz([]byte, string) (statInfo, error)                  { return statInfo{}, ErrUnsupportedTarget }
+func fstatID(int, string) (statInfo, error)                      { return statInfo{}, ErrUnsupportedTarget }
+func mountRootOf(string, statInfo) (bool, error)                 { return false, ErrUnsupportedTarget }
+func cachedFSType(statInfo) (uint32, bool)                       { return 0, false }
+func judgeFS(uint32, string, *Hooks) error                       { return ErrUnsupportedTarget }
+func statCanonical([]byte, string) (statInfo, bool)              { return statInfo{}, false }
+func openCanonical([]byte, string, uint64) (int, statInfo, bool) { return noFD, statInfo{}, false }
+func isLoop(error) bool                                          { return false }
+func openSidecar([]byte, string) (int, error)                    { return noFD, ErrUnsupportedTarget }
+func closeFD(int) error                                          { return ErrUnsupportedTarget }
+func (l *Lock) flock(int) error                                  { return ErrUnsupportedTarget }
+func checkFS(string, *Hooks) error                               { return ErrUnsupportedTarget }
+func checkFDFS(int, statInfo, string, *Hooks) (uint32, error)    { return 0, ErrUnsupportedTarget }
