@@ -11,8 +11,9 @@ import (
 // map land in the kernel's page cache exactly as pwrite's bytes do: a
 // killed process loses nothing it wrote, and fsync covers them.
 //
-// The map is made lazily, after mapAfterOps bucket reads and writes, so a
-// short open-lookup-close cycle never pays for mmap and munmap. It spans
+// The map is made lazily, after mapAfterOps bucket reads and writes (or
+// fewer large ones), so a short open-lookup-close cycle never pays for
+// mmap and munmap. It spans
 // mapSpan bytes whatever the file size (otp9 files stay below 2 GiB), so
 // the file grows under it without a remap. A store past the end of the file
 // first extends the file by at least an eighth (fallocate, so a full disk
@@ -41,10 +42,12 @@ type mappable interface {
 	allocate(cur, size int64) error
 }
 
-// countOp maps the file once enough bucket I/O has been done.
-func (t *Table) countOp() {
+// countOp maps the file once enough bucket I/O has been done; an access
+// of n bytes counts as one operation per 8 KiB, so a full scan's large
+// reads map the file at once.
+func (t *Table) countOp(n int) {
 	if t.mm == nil && !t.noMap {
-		t.mapOps++
+		t.mapOps += 1 + n>>13
 		if t.mapOps >= mapAfterOps {
 			t.mapFile()
 		}
@@ -53,7 +56,7 @@ func (t *Table) countOp() {
 
 // readAt reads len(b) bytes at off, through the map when there is one.
 func (t *Table) readAt(b []byte, off int64) error {
-	t.countOp()
+	t.countOp(len(b))
 	if end := off + int64(len(b)); t.mm != nil && off >= 0 && end <= t.size {
 		if mapCopy(b, t.mm[off:end]) {
 			return nil
@@ -64,7 +67,7 @@ func (t *Table) readAt(b []byte, off int64) error {
 
 // storeAt writes b at off, through the map when there is one.
 func (t *Table) storeAt(b []byte, off int64) error {
-	t.countOp()
+	t.countOp(len(b))
 	if end := off + int64(len(b)); t.mmWritable && off >= 0 && end <= int64(len(t.mm)) {
 		// A failed extension (a nearly full disk) leaves the write to
 		// pwrite, which needs only the bytes it writes.

@@ -156,52 +156,6 @@ type decoder struct {
 	batch    *BatchDecoder // shared backing stores, or nil
 }
 
-// BatchDecoder decodes many terms (Decode), sharing the backing arrays of
-// tuple elements and of binaries between them: decoding a batch of small
-// terms costs a few allocations per term fewer than Decode. Results never
-// alias the input, and are never reused or written by later calls; but one
-// retained term keeps the shared chunk it lives in (a few KiB) alive. The
-// zero value is ready to use; a BatchDecoder is not safe for concurrent use.
-type BatchDecoder struct {
-	terms []Term
-	bytes []byte
-}
-
-const (
-	batchTerms = 256  // tuple elements per shared chunk
-	batchBytes = 8192 // binary bytes per shared chunk
-)
-
-// Decode is the package's Decode, drawing on bd's shared chunks.
-func (bd *BatchDecoder) Decode(b []byte) (Term, error) {
-	if len(b) == 0 || b[0] != tagVersion || (len(b) >= 2 && b[1] == tagCompressed) {
-		return Decode(b)
-	}
-	d := decoder{b: b, off: 1, batch: bd}
-	t, err := d.term(0)
-	if err != nil {
-		return nil, err
-	}
-	if d.off != len(b) {
-		return nil, derr(d.off, "%d trailing bytes after the term", len(b)-d.off)
-	}
-	return t, nil
-}
-
-// tuple returns a zeroed n-element tuple, from the shared chunk when small.
-func (d *decoder) tuple(n int) Tuple {
-	bd := d.batch
-	if bd == nil || n > batchTerms/4 {
-		return make(Tuple, n)
-	}
-	if cap(bd.terms)-len(bd.terms) < n {
-		bd.terms = make([]Term, 0, batchTerms)
-	}
-	a := len(bd.terms)
-	bd.terms = bd.terms[:a+n]
-	return Tuple(bd.terms[a : a+n : a+n])
-}
-
 // clone copies n bytes of input from d.off for a binary, moving past them.
 // The copies of one Decode share one allocation, sized by the rest of the
 // input (which bounds every later binary); each gets a capped slice, so an
@@ -211,9 +165,9 @@ func (d *decoder) clone(n int) []byte {
 	if n == 0 {
 		return []byte{}
 	}
-	if bd := d.batch; bd != nil && n <= batchBytes/4 {
+	if bd := d.batch; bd != nil && n <= batchMaxBinary {
 		if cap(bd.bytes)-len(bd.bytes) < n {
-			bd.bytes = make([]byte, 0, batchBytes)
+			bd.bytes = newChunk(bd.bytes, batchBytes)
 		}
 		a := len(bd.bytes)
 		bd.bytes = append(bd.bytes, src...)
@@ -333,7 +287,7 @@ func (d *decoder) term(depth int) (Term, error) {
 			}
 			t[i] = e
 		}
-		return t, nil
+		return d.boxTuple(t), nil
 	case tagNil:
 		return Nil, nil
 	case tagString:
@@ -360,7 +314,7 @@ func (d *decoder) term(depth int) (Term, error) {
 		if err := d.need(uint64(n), "BINARY_EXT"); err != nil {
 			return nil, err
 		}
-		return Binary(d.clone(int(n))), nil
+		return d.boxBinary(d.clone(int(n))), nil
 	case tagBitBinary:
 		if err := d.need(5, "BIT_BINARY_EXT"); err != nil {
 			return nil, err
