@@ -226,9 +226,10 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 
 	// Replace. The map goes first: nothing may read the old bytes after the
 	// rename. Where a file can be renamed over while open (unix), the old
-	// descriptor is closed afterwards on another goroutine: the last close
-	// of the replaced file frees its pages and blocks, which takes a few
-	// milliseconds that need not delay the caller.
+	// descriptor is closed after the directory fsync, on another goroutine:
+	// the last close of the replaced file frees its pages and blocks, which
+	// takes a few milliseconds that need not delay the caller, and which
+	// the directory's journal commit then need not include.
 	if unmap != nil {
 		unmap()
 		unmap = nil
@@ -244,14 +245,12 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 		p.fs.Remove(tmp)
 		return st, err
 	}
+	err = p.fs.SyncDir(filepath.Dir(p.path))
 	if lateClose {
 		srcOpen = false
 		go src.Close()
 	}
-	if err := p.fs.SyncDir(filepath.Dir(p.path)); err != nil {
-		return st, err
-	}
-	return st, nil
+	return st, err
 }
 
 // repairShape decides the kind, key position, slot bounds and largest
