@@ -158,10 +158,10 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 	} else {
 		ptrOff = int64(t.parts[seg/segsPerPart]) + 4*int64(seg%segsPerPart)
 	}
-	if err := t.flush(fresh); err != nil {
+	if err := t.flush(fresh, t.writeAt); err != nil {
 		return err
 	}
-	if err := t.flush(inPlace); err != nil {
+	if err := t.flush(inPlace, t.overwrite); err != nil {
 		return err
 	}
 	var b [4]byte
@@ -258,8 +258,8 @@ func (w *writeBatch) appendBucket(off int64, kind Kind, gs []group) {
 	w.ws = append(w.ws, pendingWrite{off, lo, len(w.buf)})
 }
 
-// flush writes w's data, merging adjacent writes, and empties w.
-func (t *Table) flush(w *writeBatch) error {
+// flush writes w's data with write, merging adjacent writes, and empties w.
+func (t *Table) flush(w *writeBatch, write func([]byte, int64) error) error {
 	slices.SortFunc(w.ws, func(a, b pendingWrite) int { return cmpInt64(a.off, b.off) })
 	var run []byte
 	defer w.reset()
@@ -279,7 +279,7 @@ func (t *Table) flush(w *writeBatch) error {
 			}
 			data = run
 		}
-		if err := t.writeAt(data, p.off); err != nil {
+		if err := write(data, p.off); err != nil {
 			return err
 		}
 		i = j

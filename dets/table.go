@@ -416,6 +416,20 @@ func (t *Table) writeAt(b []byte, off int64) error {
 	return nil
 }
 
+// overwrite replaces live bucket bytes in place. It always uses pwrite,
+// never the map: the kernel copies a write page by page and a killed
+// process stops only between pages, so a bucket within a page is replaced
+// whole or not at all, while a store into the map can stop at any byte and
+// leave a torn bucket that a repair must drop.
+func (t *Table) overwrite(b []byte, off int64) error {
+	t.countOp(len(b))
+	if err := t.pwrite(b, off); err != nil {
+		return err
+	}
+	t.fileEnd = max(t.fileEnd, off+int64(len(b)))
+	return nil
+}
+
 // markDirty runs before the first change after an open or a save (§6.1):
 // clear the closed flag, fsync, and cut off the free lists and trailer.
 func (t *Table) markDirty() error {
@@ -598,7 +612,7 @@ func (t *Table) writeGroups(slot uint32, old slotEntry, gs []group) error {
 		return ErrFileTooLarge
 	}
 	if old.size != 0 && log2ceil(size) == log2ceil(int64(old.size)) {
-		if err := t.writeAt(t.wbuf, int64(old.ptr)); err != nil {
+		if err := t.overwrite(t.wbuf, int64(old.ptr)); err != nil {
 			return err
 		}
 		if int64(old.size) == size {
