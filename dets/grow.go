@@ -62,12 +62,12 @@ var errInconsistent = errors.New("dets: table state left inconsistent")
 // between any two of them never loses an object (a repair scan finds every
 // ACTIVE bucket):
 //
-//  1. new blocks: split-off buckets, the new segment (with its entries) and
-//     a new part, none referenced yet;
-//  2. in-place rewrites of the buckets that keep fewer keys;
-//  3. the pointer to the new segment (or part), then the old segment's
+//  1. new blocks: split-off buckets, the rewritten buckets of the keys that
+//     stay (never rewritten in place), the new segment (with its entries)
+//     and a new part, none referenced yet;
+//  2. the pointer to the new segment (or part), then the old segment's
 //     entries in one write;
-//  4. FREE marks on the blocks no slot uses any more.
+//  3. FREE marks on the blocks no slot uses any more.
 //
 // A bucket whose keys all move is not rewritten: the new slot takes over its
 // block. Within a phase, adjacent writes are merged.
@@ -81,9 +81,8 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 	news := new([slotsPerSeg]slotEntry)
 	sc := getScratch()
 	defer putScratch(sc)
-	fresh, inPlace := &sc.fresh, &sc.inPlace
+	fresh := &sc.fresh
 	fresh.reset()
-	inPlace.reset()
 	var freed []slotEntry
 	oldChanged := false
 	for j := range slotsPerSeg {
@@ -128,20 +127,17 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		fresh.appendBucket(ptr, t.kind, move)
 		news[j] = slotEntry{uint32(size), uint32(ptr)}
 
+		// The kept keys move too (see writeGroups: no live bucket is
+		// rewritten in place).
 		size = bucketSize(t.kind, keep)
-		if log2ceil(size) == log2ceil(int64(e.size)) {
-			inPlace.appendBucket(int64(e.ptr), t.kind, keep)
-			olds[j] = slotEntry{uint32(size), e.ptr}
-		} else {
-			ptr, err := t.bud.alloc(size)
-			if err != nil {
-				return fmt.Errorf("%w: %s", err, t.path)
-			}
-			t.h.counters[counterIndex(size)]++
-			fresh.appendBucket(ptr, t.kind, keep)
-			olds[j] = slotEntry{uint32(size), uint32(ptr)}
-			freed = append(freed, e)
+		ptr, err = t.bud.alloc(size)
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, t.path)
 		}
+		t.h.counters[counterIndex(size)]++
+		fresh.appendBucket(ptr, t.kind, keep)
+		olds[j] = slotEntry{uint32(size), uint32(ptr)}
+		freed = append(freed, e)
 		oldChanged = true
 	}
 
@@ -158,10 +154,7 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 	} else {
 		ptrOff = int64(t.parts[seg/segsPerPart]) + 4*int64(seg%segsPerPart)
 	}
-	if err := t.flush(fresh, t.writeAt); err != nil {
-		return err
-	}
-	if err := t.flush(inPlace, t.overwrite); err != nil {
+	if err := t.flush(fresh); err != nil {
 		return err
 	}
 	var b [4]byte
@@ -258,8 +251,8 @@ func (w *writeBatch) appendBucket(off int64, kind Kind, gs []group) {
 	w.ws = append(w.ws, pendingWrite{off, lo, len(w.buf)})
 }
 
-// flush writes w's data with write, merging adjacent writes, and empties w.
-func (t *Table) flush(w *writeBatch, write func([]byte, int64) error) error {
+// flush writes w's data, merging adjacent writes, and empties w.
+func (t *Table) flush(w *writeBatch) error {
 	slices.SortFunc(w.ws, func(a, b pendingWrite) int { return cmpInt64(a.off, b.off) })
 	var run []byte
 	defer w.reset()
@@ -279,7 +272,7 @@ func (t *Table) flush(w *writeBatch, write func([]byte, int64) error) error {
 			}
 			data = run
 		}
-		if err := write(data, p.off); err != nil {
+		if err := t.writeAt(data, p.off); err != nil {
 			return err
 		}
 		i = j

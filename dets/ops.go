@@ -99,7 +99,6 @@ type opScratch struct {
 	slots      []uint32
 	keep, move []group
 	fresh      writeBatch
-	inPlace    writeBatch
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(opScratch) }}
@@ -118,7 +117,7 @@ func putScratch(sc *opScratch) {
 	clear(sc.keep)
 	clear(sc.move)
 	sc.ps, sc.gs, sc.objs, sc.slab, sc.keep, sc.move = sc.ps[:0], sc.gs[:0], sc.objs[:0], sc.slab[:0], sc.keep[:0], sc.move[:0]
-	if cap(sc.enc) > maxScratch || cap(sc.fresh.buf) > maxScratch || cap(sc.inPlace.buf) > maxScratch ||
+	if cap(sc.enc) > maxScratch || cap(sc.fresh.buf) > maxScratch ||
 		cap(sc.gs) > maxScratch/64 || cap(sc.ps) > maxScratch/64 {
 		return // let a huge one go
 	}

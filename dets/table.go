@@ -416,20 +416,6 @@ func (t *Table) writeAt(b []byte, off int64) error {
 	return nil
 }
 
-// overwrite replaces live bucket bytes in place. It always uses pwrite,
-// never the map: the kernel copies a write page by page and a killed
-// process stops only between pages, so a bucket within a page is replaced
-// whole or not at all, while a store into the map can stop at any byte and
-// leave a torn bucket that a repair must drop.
-func (t *Table) overwrite(b []byte, off int64) error {
-	t.countOp(len(b))
-	if err := t.pwrite(b, off); err != nil {
-		return err
-	}
-	t.fileEnd = max(t.fileEnd, off+int64(len(b)))
-	return nil
-}
-
 // markDirty runs before the first change after an open or a save (§6.1):
 // clear the closed flag, fsync, and cut off the free lists and trailer.
 func (t *Table) markDirty() error {
@@ -591,11 +577,14 @@ func (t *Table) readGroups(slot uint32) ([]group, slotEntry, error) {
 	return gs, e, nil
 }
 
-// writeGroups stores gs as the new content of slot, whose old entry is old,
-// following §4.4: same block class → rewrite in place; otherwise allocate a
-// new block, write it, repoint the slot, then mark the old block FREE and
-// release it. Allocating before freeing keeps the old bucket intact until
-// the slot points elsewhere.
+// writeGroups stores gs as the new content of slot, whose old entry is old.
+// It never overwrites a live bucket (§4.4 lets OTP rewrite a bucket in
+// place when its size class stays): it writes the new bucket into a newly
+// allocated block, marks the old one FREE, then repoints the slot. A killed
+// process (or a torn write) can then never leave a half-rewritten bucket,
+// and a repair finds each object in exactly one ACTIVE bucket except
+// between the first two writes, where a duplicate_bag's objects would come
+// back twice. Allocating before freeing keeps the two blocks apart.
 func (t *Table) writeGroups(slot uint32, old slotEntry, gs []group) error {
 	if len(gs) == 0 {
 		if old.size == 0 {
@@ -611,15 +600,6 @@ func (t *Table) writeGroups(slot uint32, old slotEntry, gs []group) error {
 	if size > 1<<31 {
 		return ErrFileTooLarge
 	}
-	if old.size != 0 && log2ceil(size) == log2ceil(int64(old.size)) {
-		if err := t.overwrite(t.wbuf, int64(old.ptr)); err != nil {
-			return err
-		}
-		if int64(old.size) == size {
-			return nil
-		}
-		return t.setEntry(slot, slotEntry{uint32(size), old.ptr})
-	}
 	ptr, err := t.bud.alloc(size)
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, t.path)
@@ -628,13 +608,12 @@ func (t *Table) writeGroups(slot uint32, old slotEntry, gs []group) error {
 		return err
 	}
 	t.h.counters[counterIndex(size)]++
-	if err := t.setEntry(slot, slotEntry{uint32(size), uint32(ptr)}); err != nil {
-		return err
-	}
 	if old.size != 0 {
-		return t.freeBucket(old)
+		if err := t.freeBucket(old); err != nil {
+			return err
+		}
 	}
-	return nil
+	return t.setEntry(slot, slotEntry{uint32(size), uint32(ptr)})
 }
 
 // freeBucket marks a bucket FREE on disk and returns its block.
