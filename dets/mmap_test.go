@@ -214,3 +214,30 @@ func mustReopenCheck(t *testing.T, path string) {
 		t.Fatalf("Check after reopen: %v", err)
 	}
 }
+
+// TestMappedReadOnly: a read-only table maps the file read-only and reads
+// the same objects through the map as through pread.
+func TestMappedReadOnly(t *testing.T) {
+	path := tmpFile(t, "ro.dets")
+	tab := mustOpen(t, path, Options{})
+	for i := range 500 {
+		if err := tab.Insert(tup(etf.Int(i), etf.Int(i*i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tab.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro := openT(t, path, Options{ReadOnly: true})
+	for round := range 2 {
+		for i := range 500 {
+			objs, err := ro.Lookup(etf.Int(i))
+			if err != nil || len(objs) != 1 || objs[0].(etf.Tuple)[1] != etf.Int(i*i) {
+				t.Fatalf("round %d, key %d: %v %v", round, i, objs, err)
+			}
+		}
+	}
+	if ro.mm == nil || ro.mmWritable {
+		t.Fatalf("read-only table: mapped %v, writable %v; want a read-only map", ro.mm != nil, ro.mmWritable)
+	}
+}
