@@ -218,6 +218,32 @@ func ckRun(t testing.TB, cfs *crashfs.FS, kind Kind, ops []ckOp) (steps []ckStep
 }
 
 // ckContents returns the sorted encodings of every object of tab.
+// ckSettled reads the contents of a just repaired (or reopened) table,
+// runs Check, closes it, and checks that a NoRepair reopen finds the same
+// contents. It returns the contents.
+func ckSettled(t *testing.T, fsys FS, tab *Table, what string) []string {
+	t.Helper()
+	got, err := ckContents(tab)
+	if err != nil {
+		t.Fatalf("%s: All after repair: %v", what, err)
+	}
+	if err := tab.Check(); err != nil {
+		t.Fatalf("%s: Check after repair: %v", what, err)
+	}
+	if err := tab.Close(); err != nil {
+		t.Fatalf("%s: Close after repair: %v", what, err)
+	}
+	again, err := Open(ckPath, Options{FS: fsys})
+	if err != nil {
+		t.Fatalf("%s: NoRepair reopen after repair: %v", what, err)
+	}
+	defer again.Close()
+	if g2, _ := ckContents(again); !slices.Equal(g2, got) {
+		t.Fatalf("%s: contents changed on reopen", what)
+	}
+	return got
+}
+
 func ckContents(tab *Table) ([]string, error) {
 	var out []string
 	for o, err := range tab.All() {
@@ -344,24 +370,7 @@ func ckImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.
 	} else if tab, err = Open(ckPath, Options{FS: fsys}); err != nil {
 		t.Fatalf("%s: reopen of a clean file: %v", what, err)
 	}
-	got, err := ckContents(tab)
-	if err != nil {
-		t.Fatalf("%s: All after repair: %v", what, err)
-	}
-	if err := tab.Check(); err != nil {
-		t.Fatalf("%s: Check after repair: %v", what, err)
-	}
-	if err := tab.Close(); err != nil {
-		t.Fatalf("%s: Close after repair: %v", what, err)
-	}
-	again, err := Open(ckPath, Options{FS: fsys})
-	if err != nil {
-		t.Fatalf("%s: NoRepair reopen after repair: %v", what, err)
-	}
-	if g2, _ := ckContents(again); !slices.Equal(g2, got) {
-		t.Fatalf("%s: contents changed on reopen", what)
-	}
-	again.Close()
+	got := ckSettled(t, fsys, tab, what)
 	if n := img.Names(); len(n) != 1 {
 		t.Fatalf("%s: files left: %v", what, n)
 	}

@@ -174,21 +174,7 @@ func ftRepairContents(t *testing.T, cfs *crashfs.FS, what string) []string {
 		}
 		t.Fatalf("%s: AutoRepair: %v", what, err)
 	}
-	got, err := ckContents(tab)
-	if err != nil {
-		t.Fatalf("%s: All after repair: %v", what, err)
-	}
-	if err := tab.Check(); err != nil {
-		t.Fatalf("%s: Check after repair: %v", what, err)
-	}
-	if err := tab.Close(); err != nil {
-		t.Fatalf("%s: Close after repair: %v", what, err)
-	}
-	again, err := Open(ckPath, Options{FS: fsys})
-	if err != nil {
-		t.Fatalf("%s: NoRepair reopen after repair: %v", what, err)
-	}
-	again.Close()
+	got := ckSettled(t, fsys, tab, what)
 	if got == nil {
 		got = []string{}
 	}
