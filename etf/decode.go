@@ -84,6 +84,9 @@ func Decode(b []byte) (Term, error) {
 	if len(b) >= 2 && b[1] == tagCompressed {
 		return decodeCompressed(b)
 	}
+	if t := decodeFlat(b); t != nil {
+		return t, nil
+	}
 	d := decoder{b: b, off: 1}
 	t, err := d.term(0)
 	if err != nil {

@@ -1,0 +1,154 @@
+package etf
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand"
+	"reflect"
+	"runtime"
+	"testing"
+)
+
+// generalDecode is Decode without the flat fast path.
+func generalDecode(b []byte) (Term, error) {
+	d := decoder{b: b, off: 1}
+	t, err := d.term(0)
+	if err == nil && d.off != len(b) {
+		return nil, derr(d.off, "%d trailing bytes after the term", len(b)-d.off)
+	}
+	return t, err
+}
+
+// flatEncoding builds <<131, 104, N, (109, Len, Bytes)*N>> by hand.
+func flatEncoding(rng *rand.Rand, n int) []byte {
+	b := []byte{tagVersion, tagSmallTuple, byte(n)}
+	for range n {
+		l := rng.Intn(300)
+		if rng.Intn(5) == 0 {
+			l = 0
+		}
+		b = append(b, tagBinary)
+		b = binary.BigEndian.AppendUint32(b, uint32(l))
+		for range l {
+			b = append(b, byte(rng.Intn(256)))
+		}
+	}
+	return b
+}
+
+// TestDecodeFlatMatchesGeneral: for tuples of 0..6 binaries, whole,
+// truncated, extended or with a wrong tag, Decode (fast path or not) gives
+// what the general decoder gives: the same values, types and capacities,
+// or the same error.
+func TestDecodeFlatMatchesGeneral(t *testing.T) {
+	rng := rand.New(rand.NewSource(testSeed(t)))
+	fast := 0
+	for i := range 5000 {
+		b := flatEncoding(rng, rng.Intn(7))
+		switch rng.Intn(4) {
+		case 0:
+			b = b[:rng.Intn(len(b)+1)]
+		case 1:
+			b = append(b, byte(rng.Intn(256)))
+		case 2:
+			b[rng.Intn(len(b))] ^= byte(1 << rng.Intn(8))
+		}
+		if decodeFlat(b) != nil {
+			fast++
+		}
+		got, gerr := Decode(b)
+		if len(b) < 2 || b[0] != tagVersion || b[1] == tagCompressed {
+			continue // Decode's own checks, before either path
+		}
+		want, werr := generalDecode(b)
+		if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
+			t.Fatalf("case %d (% x): errors %v and %v", i, b, gerr, werr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("case %d (% x): %#v, want %#v", i, b, got, want)
+		}
+		if tg, ok := got.(Tuple); ok {
+			tw := want.(Tuple)
+			if cap(tg) != cap(tw) {
+				t.Fatalf("case %d: tuple capacity %d, want %d", i, cap(tg), cap(tw))
+			}
+			for j := range tg {
+				if bg, ok := tg[j].(Binary); ok && cap(bg) != cap(tw[j].(Binary)) {
+					t.Fatalf("case %d: binary %d capacity %d, want %d", i, j, cap(bg), cap(tw[j].(Binary)))
+				}
+			}
+		}
+	}
+	if fast < 500 {
+		t.Fatalf("only %d of 5000 cases took the fast path", fast)
+	}
+}
+
+// TestDecodeFlatAllocs: a {Binary, Binary} decodes with two allocations.
+func TestDecodeFlatAllocs(t *testing.T) {
+	if !boxOK {
+		t.Skip("boxing self-check failed: no fast path on this runtime")
+	}
+	b, err := Encode(Tuple{Binary("0123456789abcdef"), Binary(make([]byte, 100))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := testing.AllocsPerRun(200, func() {
+		if _, err := Decode(b); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n > 2 {
+		t.Fatalf("%.1f allocations per Decode of a pair of binaries, want 2", n)
+	}
+}
+
+// TestDecodeFlatIsolation: terms from the fast path share nothing with the
+// input or with each other.
+func TestDecodeFlatIsolation(t *testing.T) {
+	b, _ := Encode(Tuple{Binary("key"), Binary("value"), Binary("x")})
+	t1, _ := Decode(b)
+	t2, _ := Decode(b)
+	for i := range b {
+		b[i] = 0
+	}
+	t1.(Tuple)[1].(Binary)[0] = 'V'
+	if string(t2.(Tuple)[1].(Binary)) != "value" || string(t1.(Tuple)[0].(Binary)) != "key" {
+		t.Fatalf("terms alias each other or the input: %v %v", t1, t2)
+	}
+}
+
+// TestDecodeFlatSurvivesGC keeps some fast-path terms while the collector
+// runs and freed memory is refilled, then checks them.
+func TestDecodeFlatSurvivesGC(t *testing.T) {
+	keep := map[int]Term{}
+	for i := range 20000 {
+		b, err := Encode(Tuple{Binary(fmt.Sprint("k", i)), Binary(fmt.Sprint("value ", i)), Binary{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%997 == 0 {
+			keep[i] = x
+		}
+		if i%2000 == 0 {
+			runtime.GC()
+			junk := make([][]byte, 500)
+			for j := range junk {
+				junk[j] = bytes.Repeat([]byte{0xEE}, 64)
+			}
+			_ = junk
+		}
+	}
+	runtime.GC()
+	for i, x := range keep {
+		tu := x.(Tuple)
+		if len(tu) != 3 || string(tu[0].(Binary)) != fmt.Sprint("k", i) || string(tu[1].(Binary)) != fmt.Sprint("value ", i) || len(tu[2].(Binary)) != 0 {
+			t.Fatalf("term %d after GC: %v", i, x)
+		}
+	}
+}
