@@ -147,6 +147,9 @@ func TestConcurrentUse(t *testing.T) {
 	if info.Size != 4*200 {
 		t.Fatalf("size %d, want 800", info.Size)
 	}
+	if tab.mm == nil {
+		t.Fatal("the table was never mapped: the test misses the memory-mapped path")
+	}
 	mustCheck(t, tab)
 }
 
