@@ -68,32 +68,13 @@ func (bd *BatchDecoder) Decode(b []byte) (Term, error) {
 // the general decoder would, only faster. Anything else, including
 // anything invalid, it leaves to the general decoder: it returns nil.
 func (bd *BatchDecoder) flatTuple(b []byte) Term {
-	if len(b) < 3 || b[0] != tagVersion || b[1] != tagSmallTuple || !boxOK {
-		return nil
-	}
-	n := int(b[2])
-	if n == 0 || n > flatMaxArity {
-		return nil
-	}
 	// Check the whole input before taking space from the chunks.
-	var ends [flatMaxArity]int // where each binary's bytes end
-	off := 3
-	for i := range n {
-		if len(b)-off < 5 || b[off] != tagBinary {
-			return nil
-		}
-		l := binary.BigEndian.Uint32(b[off+1:])
-		if l > batchMaxBinary || int(l) > len(b)-off-5 {
-			return nil
-		}
-		off += 5 + int(l)
-		ends[i] = off
-	}
-	if off != len(b) {
+	n, ends, ok := flatShape(b, batchMaxBinary)
+	if !ok {
 		return nil
 	}
 	// One copy covers every binary (and the few header bytes between).
-	src := b[3+5:]
+	src := b[flatData:]
 	if cap(bd.bytes)-len(bd.bytes) < len(src) {
 		if len(src) > batchBytes/2 {
 			return nil
@@ -118,9 +99,49 @@ func (bd *BatchDecoder) flatTuple(b []byte) Term {
 	a = len(bd.bins)
 	bins := bd.bins[a : a+n : a+n]
 	bd.bins = bd.bins[:a+n]
+	fillFlat(t, bins, data, &ends)
+	a = len(bd.tups)
+	bd.tups = append(bd.tups, t)
+	return boxAt(tupleTab, unsafe.Pointer(&bd.tups[a]))
+}
+
+// flatData is where a flat tuple's first binary's bytes start: after the
+// version, tuple tag, arity, binary tag and length.
+const flatData = 3 + 5
+
+// flatShape reports whether b is <<131, SMALL_TUPLE_EXT, N, (BINARY_EXT
+// Len Bytes)*N>> with 1 <= N <= flatMaxArity and every Len <= maxBin, with
+// N and where each binary's bytes end in b.
+func flatShape(b []byte, maxBin uint32) (n int, ends [flatMaxArity]int, ok bool) {
+	if len(b) < 3 || b[0] != tagVersion || b[1] != tagSmallTuple || !boxOK {
+		return 0, ends, false
+	}
+	n = int(b[2])
+	if n == 0 || n > flatMaxArity {
+		return 0, ends, false
+	}
+	off := 3
+	for i := range n {
+		if len(b)-off < 5 || b[off] != tagBinary {
+			return 0, ends, false
+		}
+		l := binary.BigEndian.Uint32(b[off+1:])
+		if l > maxBin || int(l) > len(b)-off-5 {
+			return 0, ends, false
+		}
+		off += 5 + int(l)
+		ends[i] = off
+	}
+	return n, ends, off == len(b)
+}
+
+// fillFlat points bins at the binaries in data (a copy of a flat tuple's
+// encoding from flatData on; ends from flatShape) and boxes them into t.
+// An empty binary is Binary{}, as the general decoder makes it.
+func fillFlat(t Tuple, bins []Binary, data []byte, ends *[flatMaxArity]int) {
 	start := 0
 	for i := range t {
-		end := ends[i] - 3 - 5
+		end := ends[i] - flatData
 		if end > start {
 			bins[i] = data[start:end:end]
 		} else {
@@ -129,9 +150,6 @@ func (bd *BatchDecoder) flatTuple(b []byte) Term {
 		t[i] = boxAt(binaryTab, unsafe.Pointer(&bins[i]))
 		start = end + 5
 	}
-	a = len(bd.tups)
-	bd.tups = append(bd.tups, t)
-	return boxAt(tupleTab, unsafe.Pointer(&bd.tups[a]))
 }
 
 // tuple returns a zeroed n-element tuple, from the shared chunk when small.

@@ -1,7 +1,7 @@
 package etf
 
 import (
-	"encoding/binary"
+	"math"
 	"unsafe"
 )
 
@@ -37,56 +37,27 @@ type flat4 struct {
 // decodeFlat decodes b when it has the shape above, and returns nil for
 // anything else, valid or not, which the general decoder then handles.
 func decodeFlat(b []byte) Term {
-	if !boxOK || len(b) < 3 || b[0] != tagVersion || b[1] != tagSmallTuple {
+	n, ends, ok := flatShape(b, math.MaxUint32)
+	if !ok || n < 2 || n > 4 {
 		return nil
 	}
-	n := int(b[2])
-	if n < 2 || n > 4 {
-		return nil
-	}
-	var starts, ends [4]int
-	off, total := 3, 0
-	for i := range n {
-		if len(b)-off < 5 || b[off] != tagBinary {
-			return nil
-		}
-		l := binary.BigEndian.Uint32(b[off+1:])
-		if uint64(l) > uint64(len(b)-off-5) {
-			return nil
-		}
-		starts[i], ends[i] = off+5, off+5+int(l)
-		off = ends[i]
-		total += int(l)
-	}
-	if off != len(b) {
-		return nil
-	}
-	data := make([]byte, total)
+	data := make([]byte, len(b)-flatData) // the bytes, and the few header bytes between
+	copy(data, b[flatData:])
 	var bins []Binary
-	var elems []Term
+	var t Tuple
 	var tup *Tuple
 	switch n {
 	case 2:
 		s := new(flat2)
-		bins, elems, tup = s.bins[:], s.elems[:], &s.tup
+		bins, t, tup = s.bins[:], s.elems[:], &s.tup
 	case 3:
 		s := new(flat3)
-		bins, elems, tup = s.bins[:], s.elems[:], &s.tup
+		bins, t, tup = s.bins[:], s.elems[:], &s.tup
 	default:
 		s := new(flat4)
-		bins, elems, tup = s.bins[:], s.elems[:], &s.tup
+		bins, t, tup = s.bins[:], s.elems[:], &s.tup
 	}
-	at := 0
-	for i := range n {
-		l := copy(data[at:], b[starts[i]:ends[i]])
-		if l == 0 {
-			bins[i] = Binary{} // as the general decoder: empty, not nil
-		} else {
-			bins[i] = Binary(data[at : at+l : at+l])
-		}
-		at += l
-		elems[i] = boxAt(binaryTab, unsafe.Pointer(&bins[i]))
-	}
-	*tup = Tuple(elems[:n:n])
+	fillFlat(t, bins, data, &ends)
+	*tup = t
 	return boxAt(tupleTab, unsafe.Pointer(tup))
 }
