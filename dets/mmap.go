@@ -129,15 +129,11 @@ func (t *Table) mapFile() {
 	if !ok {
 		return
 	}
-	size, err := t.f.Size()
-	if err != nil {
-		return
-	}
 	b, unmap, err := m.mapShared(mapSpan, !t.readOnly)
 	if err != nil {
 		return
 	}
-	t.mm, t.unmap, t.noMap, t.mmWritable, t.size = b, unmap, false, !t.readOnly, size
+	t.mm, t.unmap, t.noMap, t.mmWritable = b, unmap, false, !t.readOnly
 }
 
 // unmapFile releases the map; I/O uses pread and pwrite until the next

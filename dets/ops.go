@@ -559,7 +559,7 @@ func (t *Table) Info() (Info, error) {
 		return Info{}, err
 	}
 	defer t.mu.Unlock()
-	size := t.physSize
+	size := t.size
 	if t.dirty {
 		size = t.fileEnd
 	}

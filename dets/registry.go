@@ -64,12 +64,7 @@ func IsOpen(path string) bool {
 		return false
 	}
 	id, ok := idOf(fi)
-	if !ok {
-		return false
-	}
-	openTables.Lock()
-	defer openTables.Unlock()
-	return openTables.n[id] > 0
+	return ok && isOpen(id)
 }
 
 // IsOpenID is IsOpen for the file with the given device and inode numbers
@@ -78,9 +73,10 @@ func IsOpen(path string) bool {
 // identities on this platform).
 func IsOpenID(dev, ino uint64) bool {
 	id, ok := makeID(dev, ino)
-	if !ok {
-		return false
-	}
+	return ok && isOpen(id)
+}
+
+func isOpen(id fileID) bool {
 	openTables.Lock()
 	defer openTables.Unlock()
 	return openTables.n[id] > 0

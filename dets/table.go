@@ -30,7 +30,6 @@ type Table struct {
 	segs     []uint32                  // segment addresses, len = next/256
 	segCache []*[slotsPerSeg]slotEntry // lazily read slot entries
 	fileEnd  int64                     // end of data (EOF while dirty)
-	physSize int64                     // file size including free lists
 	dirty    bool                      // on-disk flag is "not closed"
 	hdrKeys  uint32                    // noKeys at the last header write
 
@@ -46,7 +45,7 @@ type Table struct {
 	mmWritable bool         // stores go through mm
 	mapOps     int          // bucket I/O before mapping
 	noMap      bool         // the file cannot be mapped
-	size       int64        // file size while mapped
+	size       int64        // file size, as our own writes and truncations left it
 	extended   bool         // the file was extended past its data
 
 	small [slotEntrySize]byte // scratch for slot entries and status words, under mu
@@ -140,8 +139,9 @@ func openExisting(fsys FS, path string, f File, opts *Options) (*Table, *repairR
 	return t, nil, nil
 }
 
-// headBufs holds open's first-read buffers; nothing keeps them after load.
-var headBufs = sync.Pool{New: func() any { return new([headReadSize]byte) }}
+// readBufs holds buffers for open's first read and for segment reads, both
+// decoded before the buffer goes back.
+var readBufs = sync.Pool{New: func() any { return new([headReadSize]byte) }}
 
 // load reads and validates the header, the segment array and the free lists
 // of a closed file, applying the §6.3 decision table.
@@ -150,13 +150,14 @@ func (t *Table) load(opts *Options) (*repairRequest, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.size = size
 	if size < offVersion+4 {
 		return nil, openError(ErrNotDETS, t.path)
 	}
 	// One read covers the version, the header, the part table and, in
 	// most files, part 0: opening a closed file costs few syscalls.
-	hp := headBufs.Get().(*[headReadSize]byte)
-	defer headBufs.Put(hp)
+	hp := readBufs.Get().(*[headReadSize]byte)
+	defer readBufs.Put(hp)
 	head := hp[:min(size, headReadSize)]
 	if err := readFull(t.f, head, 0); err != nil {
 		return nil, err
@@ -204,7 +205,6 @@ func (t *Table) load(opts *Options) (*repairRequest, error) {
 		t.kind = Kind(h.typ)
 		t.keyPos = int(h.keyPos)
 		t.fileEnd = int64(h.freelistsPtr)
-		t.physSize = size
 		if h.hashMethod == hashPhash2 {
 			reason = t.loadFreeLists(size)
 		}
@@ -395,7 +395,7 @@ func (t *Table) initLayout(minSlots, maxSlots, next uint32) error {
 	t.extended = false
 	t.segCache = make([]*[slotsPerSeg]slotEntry, nsegs)
 	t.bud = newBuddy(base)
-	t.fileEnd, t.physSize = base, base
+	t.fileEnd = base
 	t.dirty = true
 	t.hdrKeys = 0
 	return nil
@@ -433,7 +433,6 @@ func (t *Table) markDirty() error {
 		return err
 	}
 	t.dirty = true
-	t.physSize = t.fileEnd
 	return nil
 }
 
@@ -487,7 +486,6 @@ func (t *Table) save(durable bool) error {
 		}
 	}
 	t.dirty = false
-	t.physSize = flp + int64(len(buf))
 	t.hdrKeys = t.h.noKeys
 	return nil
 }
@@ -497,16 +495,17 @@ func (t *Table) entry(slot uint32) (slotEntry, error) {
 	s := slot / slotsPerSeg
 	seg := t.segCache[s]
 	if seg == nil {
-		hp := headBufs.Get().(*[headReadSize]byte)
-		defer headBufs.Put(hp)
+		hp := readBufs.Get().(*[headReadSize]byte)
 		b := hp[:segmentSize] // decoded at once below
 		if err := readFull(t.f, b, int64(t.segs[s])); err != nil {
+			readBufs.Put(hp)
 			return slotEntry{}, t.ioErr("segment", int64(t.segs[s]), err)
 		}
 		seg = new([slotsPerSeg]slotEntry)
 		for i := range seg {
 			seg[i] = slotEntry{be.Uint32(b[8*i:]), be.Uint32(b[8*i+4:])}
 		}
+		readBufs.Put(hp)
 		t.segCache[s] = seg
 	}
 	return seg[slot%slotsPerSeg], nil
