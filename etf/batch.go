@@ -52,15 +52,7 @@ func (bd *BatchDecoder) Decode(b []byte) (Term, error) {
 	if len(b) == 0 || b[0] != tagVersion || (len(b) >= 2 && b[1] == tagCompressed) {
 		return Decode(b)
 	}
-	d := decoder{b: b, off: 1, batch: bd}
-	t, err := d.term(0)
-	if err != nil {
-		return nil, err
-	}
-	if d.off != len(b) {
-		return nil, derr(d.off, "%d trailing bytes after the term", len(b)-d.off)
-	}
-	return t, nil
+	return decodeWhole(b, bd)
 }
 
 // flatTuple decodes the most common shape of a dets object, a small tuple

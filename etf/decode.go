@@ -87,7 +87,13 @@ func Decode(b []byte) (Term, error) {
 	if t := decodeFlat(b); t != nil {
 		return t, nil
 	}
-	d := decoder{b: b, off: 1}
+	return decodeWhole(b, nil)
+}
+
+// decodeWhole decodes the uncompressed term after b's version byte, which
+// must fill b; with bd, small values come from its shared chunks.
+func decodeWhole(b []byte, bd *BatchDecoder) (Term, error) {
+	d := decoder{b: b, off: 1, batch: bd}
 	t, err := d.term(0)
 	if err != nil {
 		return nil, err

@@ -11,14 +11,7 @@ import (
 )
 
 // generalDecode is Decode without the flat fast path.
-func generalDecode(b []byte) (Term, error) {
-	d := decoder{b: b, off: 1}
-	t, err := d.term(0)
-	if err == nil && d.off != len(b) {
-		return nil, derr(d.off, "%d trailing bytes after the term", len(b)-d.off)
-	}
-	return t, err
-}
+func generalDecode(b []byte) (Term, error) { return decodeWhole(b, nil) }
 
 // flatEncoding builds <<131, 104, N, (109, Len, Bytes)*N>> by hand.
 func flatEncoding(rng *rand.Rand, n int) []byte {
