@@ -28,9 +28,11 @@
 //	EOF-4 | trailer: file size - FlBase                                |
 //	      +------------------------------------------------------------+
 //
-// The free lists and the trailer exist only while the file is closed
-// properly: the first change after an open or a Sync clears the closed flag,
-// fsyncs, and truncates the file at FreelistsPointer.
+// The free lists and the trailer count only while the file is closed
+// properly: the first change after an open or a Sync clears the closed flag
+// and fsyncs. (OTP also truncates the file at FreelistsPointer then; godets
+// leaves the stale records, which repair skips as FREE, until the next save
+// overwrites or trims them.)
 //
 // # Invariants (checked by Table.Check)
 //

@@ -110,9 +110,14 @@ func (t *Table) extend(end int64) error {
 	return nil
 }
 
-// trimExtension cuts a file extended by extend back to end bytes.
+// trimExtension cuts a file that reaches past its data (see extended) back
+// to end bytes.
 func (t *Table) trimExtension(end int64) error {
 	if !t.extended {
+		return nil
+	}
+	if t.size == end {
+		t.extended = false
 		return nil
 	}
 	if err := t.truncate(end); err != nil {

@@ -134,7 +134,7 @@ func TestCopyFromMapFault(t *testing.T) {
 func TestMappedCrashImage(t *testing.T) {
 	r := otptest.Erl(t)
 	rng := rand.New(rand.NewSource(testSeed(t)))
-	var in [][]byte
+	var imgs [][]byte
 	var want [][]string
 	for _, kind := range rpKinds {
 		dir := t.TempDir()
@@ -174,9 +174,23 @@ func TestMappedCrashImage(t *testing.T) {
 		}
 		rpReopenClean(t, path)
 
+		imgs = append(imgs, img)
+		want = append(want, m.sorted())
+	}
+	ckCrashImages(t, r, rpKinds, imgs, want)
+}
+
+// ckCrashImages repairs each kill image imgs[i] of a table of kinds[i] with
+// godets and, on a copy, with OTP. Both must recover exactly want[i], and
+// OTP must read the godets-repaired file with {repair,false}.
+func ckCrashImages(t *testing.T, r *otptest.Runner, kinds []Kind, imgs [][]byte, want [][]string) {
+	t.Helper()
+	var in [][]byte
+	for i, kind := range kinds {
+		dir := t.TempDir()
 		a, b := filepath.Join(dir, "otp.dets"), filepath.Join(dir, "go.dets")
-		rpWriteFile(t, a, img)
-		rpWriteFile(t, b, img)
+		rpWriteFile(t, a, imgs[i])
+		rpWriteFile(t, b, imgs[i])
 		if _, err := Open(b, Options{}); !errors.Is(err, ErrNeedsRepair) {
 			t.Fatalf("%s: open of the crash image: %v, want ErrNeedsRepair", kind, err)
 		}
@@ -185,14 +199,13 @@ func TestMappedCrashImage(t *testing.T) {
 			t.Fatalf("%s: repair: %v", kind, err)
 		}
 		rtab.Close()
-		if got := rpReopenClean(t, b); !slices.Equal(got, m.sorted()) {
-			t.Fatalf("%s: godets repaired %d objects, want %d", kind, len(got), len(m.sorted()))
+		if got := rpReopenClean(t, b); !slices.Equal(got, want[i]) {
+			t.Fatalf("%s: godets repaired %d objects, want %d", kind, len(got), len(want[i]))
 		}
-		in = append(in, []byte(a), []byte(b))
-		want = append(want, m.sorted())
+		in = append(in, []byte(rpKindAtom(kind)), []byte(a), []byte(b))
 	}
-	for i, kind := range rpKinds {
-		out := r.Eval(t, otpReadBack, []byte(rpKindAtom(kind)), in[2*i], in[2*i+1])
+	for i, kind := range kinds {
+		out := r.Eval(t, otpReadBack, in[3*i:3*i+3]...)
 		if got := rpOTPObjects(t, out[0]); !slices.Equal(got, want[i]) {
 			t.Errorf("%s: OTP repaired the crash image to %d objects, want %d", kind, len(got), len(want[i]))
 		}

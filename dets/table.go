@@ -46,7 +46,7 @@ type Table struct {
 	mapOps     int          // bucket I/O before mapping
 	noMap      bool         // the file cannot be mapped
 	size       int64        // file size, as our own writes and truncations left it
-	extended   bool         // the file was extended past its data
+	extended   bool         // the file reaches past its data (an extension, or stale free lists)
 
 	small [slotEntrySize]byte // scratch for slot entries and status words, under mu
 	rbuf  []byte              // bucket read buffer, reused under mu
@@ -417,7 +417,11 @@ func (t *Table) writeAt(b []byte, off int64) error {
 }
 
 // markDirty runs before the first change after an open or a save (§6.1):
-// clear the closed flag, fsync, and cut off the free lists and trailer.
+// clear the closed flag and fsync. OTP also cuts off the free lists and
+// trailer here; we leave them. Once the flag is durable nothing reads them,
+// a repair scan skips them (every record carries the FREE status word), and
+// the next save overwrites or trims them. An unchanged size spares that
+// save's fsync a metadata commit.
 func (t *Table) markDirty() error {
 	if t.dirty {
 		return nil
@@ -429,8 +433,8 @@ func (t *Table) markDirty() error {
 	if err := t.f.Sync(); err != nil {
 		return err
 	}
-	if err := t.truncate(t.fileEnd); err != nil {
-		return err
+	if t.size > t.fileEnd {
+		t.extended = true
 	}
 	t.dirty = true
 	return nil
