@@ -250,3 +250,49 @@ func cmpInt64(a, b int64) int {
 	}
 	return 0
 }
+
+// allocBelow is alloc restricted to blocks that start below limit: the
+// lowest such block of the smallest class that has one, split down.
+func (b *buddy) allocBelow(size, limit int64) (int64, bool) {
+	want := buddyClass(size)
+	for p := want; p <= maxBuddyClass; p++ {
+		if len(b.free[p]) == 0 || int64(b.free[p][0]) >= limit {
+			continue
+		}
+		a := int64(b.free[p][0])
+		b.free[p] = b.free[p][1:]
+		for p > want {
+			p--
+			b.insert(p, a+blockSize(p))
+		}
+		return a, true
+	}
+	return 0, false
+}
+
+// topRunStart returns where the highest run of free blocks starts: the run
+// that reaches allocLimit, so that nothing at or above the result is
+// allocated. ok is false when no free block reaches allocLimit.
+func (b *buddy) topRunStart() (int64, bool) {
+	end := int64(0)
+	for c := 1; c <= maxBuddyClass; c++ {
+		if l := b.free[c]; len(l) > 0 {
+			end = max(end, int64(l[len(l)-1])+blockSize(c))
+		}
+	}
+	if end < allocLimit {
+		return 0, false
+	}
+	for {
+		found := false
+		for c := 1; c <= maxBuddyClass && !found; c++ {
+			a := end - blockSize(c)
+			if _, ok := slices.BinarySearch(b.free[c], uint32(max(a, 0))); ok && a >= 0 {
+				end, found = a, true
+			}
+		}
+		if !found {
+			return end, true
+		}
+	}
+}

@@ -72,8 +72,10 @@
 //     the bucket keeps its size class: the new bucket goes to a new block,
 //     the old one is marked FREE, then the slot is repointed. No kill can
 //     leave a half-written bucket whose objects a repair would lose. The
-//     cost is a little more fragmentation (files about 0.1-1% larger than
-//     OTP's for the same single inserts).
+//     holes this leaves are filled at each save (compact.go): blocks at the
+//     top of the data move down into them, at most as many as buckets were
+//     freed since the previous save, so files end no larger than OTP's
+//     for the same inserts (duplicate_bag tables excepted, see there).
 //   - Repair (repair.go) rebuilds beside the file and renames over it; it
 //     keeps MinNoSlots as it was (OTP raises it) and keeps the whole objects
 //     of a damaged bucket that OTP would drop.

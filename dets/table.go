@@ -33,6 +33,9 @@ type Table struct {
 	dirty    bool                      // on-disk flag is "not closed"
 	hdrKeys  uint32                    // noKeys at the last header write
 
+	freedSinceSave int // buckets freed since the last save: compactTail's budget
+	moved          int // buckets compactTail moved (for tests)
+
 	head, tail []byte // file head and free-list area, only during load
 
 	statInfo   fs.FileInfo // from the open's one fstat, reused by register
@@ -465,6 +468,9 @@ func (t *Table) writeHeader(closed bool, flp uint32) error {
 // durable; Close skips it, as OTP's close does: after a power loss the file
 // may need repair, which then finds every object Close had written.
 func (t *Table) save(durable bool) error {
+	if err := t.compactTail(); err != nil {
+		return err
+	}
 	flp := t.fileEnd
 	buf := t.bud.appendFreeLists(nil)
 	flBase := int64(0)
@@ -630,6 +636,7 @@ func (t *Table) freeBucket(e slotEntry) error {
 		t.h.counters[i]--
 	}
 	t.bud.freeBlock(int64(e.ptr), int64(e.size))
+	t.freedSinceSave++
 	return nil
 }
 

@@ -1,0 +1,207 @@
+package dets
+
+// Tail compaction at save.
+//
+// Copy-on-write (writeGroups) allocates a bucket's new block before it frees
+// the old one, where OTP rewrites a bucket in place while its size class
+// holds. That leaves holes below the end of the data that OTP's files do not
+// have: about 1% more file for a table built by single inserts. So before
+// save writes the free lists, it moves the block at the top of the data (a
+// bucket, or a segment or part of the slot table) into the lowest free
+// block of its class (or a larger one) that lies lower, as long as one
+// does, and then ends the data at the new top:
+//
+//	before   |....|hole|....|....|top|            end of data
+//	after    |....|top |....|....|                end of data
+//
+// A move is writeGroups' own sequence on unchanged bytes: write the copy,
+// mark the old block FREE, repoint the slot. A crash between the first two
+// writes leaves two ACTIVE copies of one bucket; a repair of a set or a bag
+// makes one object of each pair, but a duplicate_bag keeps both, so
+// duplicate_bag tables are not compacted. For the others a crash at any
+// step leaves a file that repair completes with the same objects, and the
+// save's fsync orders every move before the closed header. Each save makes at most as
+// many moves as buckets were freed since the previous save, so a save
+// repays the holes its own writes made and never more: a session that
+// inserts one object moves at most one bucket.
+//
+// The top bucket is found from the free lists: everything from the start of
+// the highest run of free blocks up to the 2 GiB limit is free, so the
+// allocated block ending there is the top one. Its class is not recorded
+// anywhere, so each class is tried; a candidate counts only if its header
+// says ACTIVE with a size of that class and the slot of its first key points
+// exactly at it, which no bytes inside another bucket or a segment can fake.
+
+// tailCompaction is off only in tests that need files fragmented as OTP
+// leaves them.
+var tailCompaction = true
+
+// compactTail moves top blocks down (see above) and lowers t.fileEnd to
+// the end of the data that is left. It runs in save, on a dirty table.
+func (t *Table) compactTail() error {
+	budget := t.freedSinceSave
+	defer func() { t.freedSinceSave = 0 }()
+	if t.kind == DuplicateBag || !tailCompaction {
+		return nil
+	}
+	for budget > 0 {
+		end, ok := t.bud.topRunStart()
+		if !ok {
+			return nil
+		}
+		top, found, err := t.topBucket(end)
+		if err != nil {
+			return err
+		}
+		if !found {
+			moved, err := t.moveTopTable(end)
+			if err != nil || !moved {
+				return err
+			}
+			budget--
+			continue
+		}
+		ptr, ok := t.bud.allocBelow(int64(top.e.size), int64(top.e.ptr))
+		if !ok {
+			t.lowerEnd(int64(top.e.ptr) + int64(top.e.size))
+			return nil
+		}
+		if err := t.moveBucket(top, ptr); err != nil {
+			return err
+		}
+		budget--
+	}
+	return nil
+}
+
+// moveTopTable handles a top block that is not a bucket, ending at end: a
+// segment or a part (both 2048 bytes, without a status word) is copied
+// lower and its pointer (in its part, or in the header's part table)
+// repointed; repair reads neither. When it cannot move, the data ends at
+// end.
+func (t *Table) moveTopTable(end int64) (moved bool, err error) {
+	a := end - segmentSize
+	ptrOff := int64(-1)
+	var repoint func(uint32)
+	for s, sa := range t.segs {
+		if int64(sa) == a {
+			ptrOff = int64(t.parts[s/segsPerPart]) + 4*int64(s%segsPerPart)
+			repoint = func(na uint32) { t.segs[s] = na }
+			break
+		}
+	}
+	for p, pa := range t.parts {
+		if ptrOff < 0 && pa != 0 && int64(pa) == a {
+			ptrOff = partTableOff + 4*int64(p)
+			repoint = func(na uint32) { t.parts[p] = na }
+		}
+	}
+	ptr, ok := int64(0), false
+	if ptrOff >= 0 {
+		ptr, ok = t.bud.allocBelow(segmentSize, a)
+	}
+	if !ok {
+		t.lowerEnd(end)
+		return false, nil
+	}
+	var b [segmentSize]byte
+	if err := t.readAt(b[:], a); err != nil {
+		return false, t.ioErr("segment", a, err)
+	}
+	if err := t.writeAt(b[:], ptr); err != nil {
+		return false, err
+	}
+	var pb [4]byte
+	be.PutUint32(pb[:], uint32(ptr))
+	if err := t.writeAt(pb[:], ptrOff); err != nil {
+		return false, err
+	}
+	repoint(uint32(ptr))
+	t.bud.freeBlock(a, segmentSize)
+	t.moved++
+	return true, nil
+}
+
+// lowerEnd ends the data at end if that is lower. The bytes past it (moved
+// blocks and old free lists) are cut off by the save.
+func (t *Table) lowerEnd(end int64) {
+	if end < t.fileEnd {
+		t.fileEnd = end
+	}
+	if t.size > t.fileEnd {
+		t.extended = true
+	}
+}
+
+type topBucket struct {
+	slot uint32
+	e    slotEntry
+}
+
+// topBucket identifies the allocated block that ends at end, if it is a live
+// bucket; found is false for a segment or part (or anything else).
+func (t *Table) topBucket(end int64) (topBucket, bool, error) {
+	var hdr [bucketHeaderSize]byte
+	for c := buddyClass(bucketHeaderSize + 5); c <= maxBuddyClass; c++ {
+		a := end - blockSize(c)
+		if a < baseAddr {
+			break
+		}
+		if a+bucketHeaderSize > t.fileEnd {
+			continue
+		}
+		if err := t.readAt(hdr[:], a); err != nil {
+			return topBucket{}, false, t.ioErr("bucket", a, err)
+		}
+		size, st := int64(be.Uint32(hdr[:])), be.Uint32(hdr[4:])
+		if st != statusActive || size < bucketHeaderSize+5 || buddyClass(size) != c || a+size > t.fileEnd {
+			continue
+		}
+		if int64(cap(t.rbuf)) < size {
+			t.rbuf = make([]byte, size)
+		}
+		b := t.rbuf[:size]
+		if err := t.readAt(b, a); err != nil {
+			return topBucket{}, false, t.ioErr("bucket", a, err)
+		}
+		gs, berr := parseRaw(t.kind, t.keyPos, b[bucketHeaderSize:])
+		if berr != nil || len(gs) == 0 {
+			continue
+		}
+		hv, err := groupHash(&gs[0], t.keyPos)
+		if err != nil {
+			continue
+		}
+		slot := t.slotFor(hv)
+		e, err := t.entry(slot)
+		if err != nil {
+			return topBucket{}, false, err
+		}
+		if e == (slotEntry{uint32(size), uint32(a)}) {
+			return topBucket{slot, e}, true, nil
+		}
+	}
+	return topBucket{}, false, nil
+}
+
+// moveBucket copies the top bucket to the block at ptr, already allocated,
+// marks the old block FREE and repoints the slot (writeGroups' order).
+func (t *Table) moveBucket(top topBucket, ptr int64) error {
+	size := int64(top.e.size)
+	if int64(cap(t.wbuf)) < size {
+		t.wbuf = make([]byte, size)
+	}
+	b := t.wbuf[:size]
+	if err := t.readAt(b, int64(top.e.ptr)); err != nil {
+		return t.ioErr("bucket", int64(top.e.ptr), err)
+	}
+	if err := t.writeAt(b, ptr); err != nil {
+		return err
+	}
+	t.h.counters[counterIndex(size)]++
+	if err := t.freeBucket(top.e); err != nil {
+		return err
+	}
+	t.moved++
+	return t.setEntry(top.slot, slotEntry{top.e.size, uint32(ptr)})
+}

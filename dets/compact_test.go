@@ -1,0 +1,139 @@
+package dets
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/crashfs"
+)
+
+// TestCompactTailFixedPoint: after a close, the top bucket has no free
+// block of its class or larger below it (compactTail ran to its end), the
+// data ends exactly where that bucket ends, and the table is intact.
+// duplicate_bag tables are left as they are.
+func TestCompactTailFixedPoint(t *testing.T) {
+	r := rand.New(rand.NewPCG(uint64(testSeed(t)), 0))
+	for _, kind := range rpKinds {
+		t.Run(kind.String(), func(t *testing.T) {
+			path := tmpFile(t, "c.dets")
+			tab := mustOpen(t, path, Options{Kind: kind})
+			m := newRPModel(kind)
+			for i := range 5000 {
+				k := i // first distinct keys, as bench.Build inserts them
+				if i >= 4000 {
+					k = r.IntN(4000)
+				}
+				o := rpObj(k, i%2, r.IntN(150))
+				if err := tab.Insert(o); err != nil {
+					t.Fatal(err)
+				}
+				m.insert(t, o)
+				if i >= 4000 && i%7 == 0 {
+					k := etf.Int(r.IntN(4000))
+					if err := tab.Delete(k); err != nil {
+						t.Fatal(err)
+					}
+					m.delete(t, k)
+				}
+			}
+			if err := tab.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if kind == DuplicateBag {
+				if tab.moved != 0 {
+					t.Fatalf("a duplicate_bag table had %d buckets moved", tab.moved)
+				}
+			} else if kind == Set && tab.moved == 0 {
+				t.Fatal("the close moved no bucket; single inserts leave holes, so it should")
+			}
+			ro := openT(t, path, Options{ReadOnly: true})
+			if got := rpContents(t, ro); !slices.Equal(got, m.sorted()) {
+				t.Fatalf("reopened table has %d objects, want %d", len(got), len(m.sorted()))
+			}
+			if kind == DuplicateBag {
+				return
+			}
+			end, ok := ro.bud.topRunStart()
+			if !ok {
+				t.Fatal("no free run reaches the 2 GiB limit")
+			}
+			top, found, err := ro.topBucket(end)
+			if err != nil || !found {
+				// A segment or part on top: it could not move lower.
+				if l := ro.bud.free[buddyClass(segmentSize)]; err != nil || len(l) > 0 && int64(l[0]) < end-segmentSize {
+					t.Fatalf("no live bucket at the top (err %v), and a free 2048-byte block lies below", err)
+				}
+				return
+			}
+			if got, want := int64(ro.h.freelistsPtr), int64(top.e.ptr)+int64(top.e.size); got != want {
+				t.Errorf("data ends at %d, the top bucket at %d", got, want)
+			}
+			for c := buddyClass(int64(top.e.size)); c <= maxBuddyClass; c++ {
+				if l := ro.bud.free[c]; len(l) > 0 && l[0] < top.e.ptr {
+					t.Errorf("a free block of class %d at %d lies below the top bucket at %d (class %d)", c, l[0], top.e.ptr, buddyClass(int64(top.e.size)))
+				}
+			}
+		})
+	}
+}
+
+// TestCompactTailCrash: crash images at every write of a sync that moves
+// buckets, in every crashfs mode, recover exactly the synced objects (the
+// checks of TestCrashImages).
+func TestCompactTailCrash(t *testing.T) {
+	seed := uint64(testSeed(t))
+	for _, kind := range []Kind{Set, Bag} {
+		t.Run(kind.String(), func(t *testing.T) {
+			// Workloads until one whose sync moves blocks (most do).
+			var r *rand.Rand
+			var steps []ckStep
+			var cfs *crashfs.FS
+			var tab *Table
+			for attempt := range 20 {
+				r = rand.New(rand.NewPCG(seed, uint64(kind)<<8|uint64(attempt)))
+				var ops []ckOp
+				for i := range 300 {
+					k := r.IntN(60)
+					ops = append(ops, ckOp{what: "insert", objs: []etf.Term{rpFixtureObj(t, k, r.IntN(3), r.IntN(300))}})
+					if i%5 == 0 {
+						ops = append(ops, ckOp{what: "delete", key: etf.Int(r.IntN(60))})
+					}
+				}
+				ops = append(ops, ckOp{what: "sync"})
+				cfs = crashfs.New()
+				var failAt int
+				var err error
+				steps, tab, failAt, err = ckRun(t, cfs, kind, ops)
+				if err != nil {
+					t.Fatalf("seed %d/%d: workload failed at step %d: %v", seed, attempt, failAt, err)
+				}
+				if tab.moved > 0 {
+					break
+				}
+				tab.Close()
+			}
+			if tab.moved == 0 {
+				t.Fatalf("seed %d: no workload's sync moved a block", seed)
+			}
+			tab.Close()
+			last := steps[len(steps)-1]
+			st := make([]ckStats, len(crashfs.Modes))
+			for k := last.start; k <= last.end; k++ {
+				for mi, mode := range crashfs.Modes {
+					what := fmt.Sprintf("seed %d crash after op %d (sync %d..%d, %s)", seed, k, last.start, last.end, mode)
+					ckImage(t, cfs.Image(k, mode, r), steps, k, mode, &st[mi], what)
+				}
+			}
+			t.Logf("%d buckets moved; %d crash points in the sync", tab.moved, last.end-last.start+1)
+		})
+	}
+}
+
+// withoutTailCompaction turns compactTail off for the rest of the test.
+func withoutTailCompaction(t *testing.T) {
+	tailCompaction = false
+	t.Cleanup(func() { tailCompaction = true })
+}
