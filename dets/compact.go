@@ -138,10 +138,33 @@ type topBucket struct {
 	e    slotEntry
 }
 
+// topWindow is how much below the top one read takes, so that the usual
+// candidates (blocks up to 4 KiB) cost one read together.
+const topWindow = 4096
+
 // topBucket identifies the allocated block that ends at end, if it is a live
 // bucket; found is false for a segment or part (or anything else).
 func (t *Table) topBucket(end int64) (topBucket, bool, error) {
-	var hdr [bucketHeaderSize]byte
+	var wbuf [topWindow]byte
+	wStart := max(end-topWindow, baseAddr)
+	win := wbuf[:max(min(end, t.fileEnd)-wStart, 0)]
+	if err := t.readAt(win, wStart); err != nil {
+		return topBucket{}, false, t.ioErr("bucket", wStart, err)
+	}
+	// at returns the n bytes at a, from the window when it holds them.
+	at := func(a, n int64) ([]byte, error) {
+		if a >= wStart && a+n <= wStart+int64(len(win)) {
+			return win[a-wStart : a-wStart+n], nil
+		}
+		if int64(cap(t.rbuf)) < n {
+			t.rbuf = make([]byte, n)
+		}
+		b := t.rbuf[:n]
+		if err := t.readAt(b, a); err != nil {
+			return nil, t.ioErr("bucket", a, err)
+		}
+		return b, nil
+	}
 	for c := buddyClass(bucketHeaderSize + 5); c <= maxBuddyClass; c++ {
 		a := end - blockSize(c)
 		if a < baseAddr {
@@ -150,19 +173,17 @@ func (t *Table) topBucket(end int64) (topBucket, bool, error) {
 		if a+bucketHeaderSize > t.fileEnd {
 			continue
 		}
-		if err := t.readAt(hdr[:], a); err != nil {
-			return topBucket{}, false, t.ioErr("bucket", a, err)
+		hdr, err := at(a, bucketHeaderSize)
+		if err != nil {
+			return topBucket{}, false, err
 		}
-		size, st := int64(be.Uint32(hdr[:])), be.Uint32(hdr[4:])
+		size, st := int64(be.Uint32(hdr)), be.Uint32(hdr[4:])
 		if st != statusActive || size < bucketHeaderSize+5 || buddyClass(size) != c || a+size > t.fileEnd {
 			continue
 		}
-		if int64(cap(t.rbuf)) < size {
-			t.rbuf = make([]byte, size)
-		}
-		b := t.rbuf[:size]
-		if err := t.readAt(b, a); err != nil {
-			return topBucket{}, false, t.ioErr("bucket", a, err)
+		b, err := at(a, size)
+		if err != nil {
+			return topBucket{}, false, err
 		}
 		gs, berr := parseRaw(t.kind, t.keyPos, b[bucketHeaderSize:])
 		if berr != nil || len(gs) == 0 {
