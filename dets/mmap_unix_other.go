@@ -2,9 +2,16 @@
 
 package dets
 
-import "os"
+import (
+	"os"
 
-// allocateFile extends f to size bytes (sparse: no fallocate here).
-func allocateFile(f *os.File, cur, size int64) error {
-	return f.Truncate(size)
+	"golang.org/x/sys/unix"
+)
+
+// allocateFD extends the file to size bytes (sparse: no fallocate here).
+func allocateFD(fd int, name string, cur, size int64) error {
+	if err := unix.Ftruncate(fd, size); err != nil {
+		return &os.PathError{Op: "truncate", Path: name, Err: err}
+	}
+	return nil
 }

@@ -19,17 +19,23 @@ var openTables struct {
 func (t *Table) register() {
 	fi := t.statInfo
 	t.statInfo = nil
-	if fi == nil {
-		st, ok := t.f.(statter)
-		if !ok {
-			return
+	var id fileID
+	var ok bool
+	if idf, isID := t.f.(identified); isID {
+		id, ok = idf.identity()
+	} else {
+		if fi == nil {
+			st, isStat := t.f.(statter)
+			if !isStat {
+				return
+			}
+			var err error
+			if fi, err = st.Stat(); err != nil {
+				return
+			}
 		}
-		var err error
-		if fi, err = st.Stat(); err != nil {
-			return
-		}
+		id, ok = idOf(fi)
 	}
-	id, ok := idOf(fi)
 	if !ok {
 		return
 	}
@@ -83,6 +89,9 @@ func isOpen(id fileID) bool {
 }
 
 type statter interface{ Stat() (fs.FileInfo, error) }
+
+// identified is a File that knows its device and inode (fdFile).
+type identified interface{ identity() (fileID, bool) }
 
 // fileSize returns the file's size; for an OS file it keeps the FileInfo so
 // that register needs no second fstat on the open path.

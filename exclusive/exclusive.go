@@ -66,7 +66,8 @@ var openElsewhere = func(l *lockfile.Lock) bool {
 //
 // The session acquires the sidecar lock (see package doc), opens the table
 // on the resolved path (a read-write session on an existing file uses the
-// descriptor the lock opened while checking that path; see dets.OpenFile),
+// descriptor the lock opened while checking that path; see
+// dets.OpenDescriptor),
 // runs fn in the calling goroutine, closes the table and releases the lock.
 // It returns nil only after the close and the release succeeded.
 //
@@ -97,8 +98,9 @@ func Do[T any](path string, opts Options, fn func(*dets.Table) (T, error)) (T, e
 	to.Repair = opts.Repair
 	to.ReadOnly = opts.ReadOnly
 	open := func(l *lockfile.Lock) (*dets.Table, error) {
-		if f := l.TakeDataFile(); f != nil {
-			return dets.OpenFile(f, to)
+		if fd, size, ok := l.TakeDataFD(); ok {
+			id, _ := l.DataID()
+			return dets.OpenDescriptor(fd, l.DataPath(), size, id.Dev, id.Ino, to)
 		}
 		return dets.Open(l.DataPath(), to)
 	}

@@ -91,7 +91,7 @@ var noHooks testHooks
 // run is the whole session protocol, generic over the table type:
 // validate wait → resolve → acquire → open(lock) → fn → close → release.
 // With openData the lock opens an existing data file read-write while it
-// re-checks it; open should take it with TakeDataFile (Unlock closes it
+// re-checks it; open should take it with TakeDataFD (Unlock closes it
 // otherwise).
 func run[T any, R closer](path string, wait Wait, hooks *testHooks, openData bool, open func(*lockfile.Lock) (R, error), fn func(R) (T, error)) (T, error) {
 	var zero T

@@ -160,7 +160,7 @@ type Options struct {
 	Refuse func(data string) error
 	// OpenData asks the re-check under the lock to open an existing data
 	// file read-write, through the same symlink-free walk that proves the
-	// path resolved, and to keep that descriptor for TakeDataFile: the
+	// path resolved, and to keep that descriptor for TakeDataFD: the
 	// caller then skips opening the path again. A missing data file, or
 	// one the walk cannot open (no openat2, no write permission), leaves
 	// no descriptor and is re-checked as without OpenData.
@@ -242,9 +242,10 @@ type Lock struct {
 	// a parked descriptor relies on, and Hooks.Close is not observing.
 	parkable bool
 	// dataFD is the data file opened read-write by the re-check
-	// (Options.OpenData), until TakeDataFile hands it out or Unlock
-	// closes it; noFD otherwise.
-	dataFD int
+	// (Options.OpenData), until TakeDataFD hands it out or Unlock
+	// closes it; noFD otherwise. dataSize is its size then.
+	dataFD   int
+	dataSize int64
 }
 
 // Acquire resolves path and takes its sidecar lock.
@@ -598,7 +599,7 @@ func (t *Target) attempt(h *Hooks, openData bool) (*Lock, error) {
 		}
 		return nil, errSidecarReplaced
 	}
-	dataFD, err := t.recheckData(openData)
+	dataFD, dataSize, err := t.recheckData(openData)
 	if err != nil {
 		if uerr := l.unlockClose(); uerr != nil {
 			if err == errStaleResolve {
@@ -608,7 +609,7 @@ func (t *Target) attempt(h *Hooks, openData bool) (*Lock, error) {
 		}
 		return nil, err
 	}
-	l.dataFD = dataFD
+	l.dataFD, l.dataSize = dataFD, dataSize
 	return l, nil
 }
 
@@ -650,9 +651,9 @@ func (t *Target) openFresh(l *Lock, h *Hooks) error {
 // recheckData confirms, under the lock, that the raw path still resolves to
 // the chosen data path and that an existing data file is the same inode.
 // With openData and a data file that existed when resolved, the proof is
-// made on a read-write descriptor of the file, which is returned (noFD
-// otherwise); every failure closes it.
-func (t *Target) recheckData(openData bool) (int, error) {
+// made on a read-write descriptor of the file, which is returned with the
+// file's size (noFD otherwise); every failure closes it.
+func (t *Target) recheckData(openData bool) (int, int64, error) {
 	openData = openData && t.dataExists
 	if t.raw == t.Data {
 		// The caller gave the resolved path: it still resolves to itself
@@ -664,18 +665,18 @@ func (t *Target) recheckData(openData bool) (int, error) {
 			}
 		}
 		if st, ok := statCanonical(t.dataZ, t.Data); ok {
-			return noFD, t.recheckInfo(st)
+			return noFD, 0, t.recheckInfo(st)
 		}
 		if t.tentative {
-			return noFD, errStaleResolve
+			return noFD, 0, errStaleResolve
 		}
 	}
 	data, err := resolvePath(t.raw)
 	if err != nil {
-		return noFD, err
+		return noFD, 0, err
 	}
 	if data != t.Data {
-		return noFD, &AliasError{Kind: IdentityChanged, Path: t.Data}
+		return noFD, 0, &AliasError{Kind: IdentityChanged, Path: t.Data}
 	}
 	if openData {
 		// t.Data is resolved: the symlink-free walk reaches it unless
@@ -687,24 +688,24 @@ func (t *Target) recheckData(openData bool) (int, error) {
 	st, err := lstatIDz(t.dataZ, t.Data)
 	if errors.Is(err, fs.ErrNotExist) {
 		if t.dataExists {
-			return noFD, &AliasError{Kind: IdentityChanged, Path: t.Data}
+			return noFD, 0, &AliasError{Kind: IdentityChanged, Path: t.Data}
 		}
-		return noFD, nil
+		return noFD, 0, nil
 	}
 	if err != nil {
-		return noFD, err
+		return noFD, 0, err
 	}
-	return noFD, t.recheckInfo(st)
+	return noFD, 0, t.recheckInfo(st)
 }
 
 // keepData returns the data descriptor fd, whose statx result is st, if
 // the re-check accepts st; otherwise it closes fd.
-func (t *Target) keepData(fd int, st statInfo) (int, error) {
+func (t *Target) keepData(fd int, st statInfo) (int, int64, error) {
 	if err := t.recheckInfo(st); err != nil {
 		_ = closeFD(fd)
-		return noFD, err
+		return noFD, 0, err
 	}
-	return fd, nil
+	return fd, st.size, nil
 }
 
 // recheckInfo compares the data file's current stat result with the one
@@ -739,20 +740,21 @@ func (l *Lock) DataID() (id ID, ok bool) {
 	return ID{Dev: l.target.dataID.dev, Ino: l.target.dataID.ino}, l.target.dataExists
 }
 
-// TakeDataFile returns the data file opened read-write under the lock
-// (Options.OpenData), named by DataPath, and hands its ownership to the
-// caller. It returns nil when there is none, on every call after the
-// first, and after Unlock. Close the file before Unlock: a descriptor of
-// the data file that outlives the lock is an owner the lock does not see.
-func (l *Lock) TakeDataFile() *os.File {
+// TakeDataFD returns the descriptor of the data file opened read-write
+// under the lock (Options.OpenData), named by DataPath, with the size the
+// re-check read from it, and hands its ownership to the caller. ok is false
+// when there is none, on every call after the first, and after Unlock.
+// Close the descriptor before Unlock: one that outlives the lock is an
+// owner the lock does not see.
+func (l *Lock) TakeDataFD() (fd int, size int64, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fd := l.dataFD
+	fd = l.dataFD
 	if fd == noFD {
-		return nil
+		return noFD, 0, false
 	}
 	l.dataFD = noFD
-	return os.NewFile(uintptr(fd), l.target.Data)
+	return fd, l.dataSize, true
 }
 
 // Unlock releases the lock: LOCK_UN while the descriptor is still valid,

@@ -38,6 +38,7 @@ type statInfo struct {
 	// mntUnique says whether mnt is a STATX_MNT_ID_UNIQUE mount ID.
 	mntUnique bool
 	mnt       uint64
+	size      int64
 }
 
 func fromStat(st *unix.Stat_t) statInfo {
@@ -45,6 +46,7 @@ func fromStat(st *unix.Stat_t) statInfo {
 		id:    fileID{dev: st.Dev, ino: st.Ino},
 		mode:  modeOf(st.Mode),
 		nlink: st.Nlink,
+		size:  st.Size,
 	}
 }
 
@@ -54,6 +56,7 @@ func fromStatx(sx *unix.Statx_t) statInfo {
 		id:    fileID{dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), ino: sx.Ino},
 		mode:  modeOf(uint32(sx.Mode)),
 		nlink: uint64(sx.Nlink),
+		size:  int64(sx.Size),
 	}
 	if sx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 {
 		si.rootKnown = true

@@ -21,6 +21,7 @@ type statInfo struct {
 	nlink uint64
 
 	rootKnown, mountRoot bool
+	size                 int64
 }
 
 func lstatIDz([]byte, string) (statInfo, error)                  { return statInfo{}, ErrUnsupportedTarget }

@@ -52,6 +52,9 @@ func checkDataFD(t *testing.T, f *os.File, path string) {
 func TestOpenDataTakesDescriptor(t *testing.T) {
 	dir := t.TempDir()
 	data := newDataFile(t, dir, "t.dets")
+	if err := os.WriteFile(data, []byte("12345"), 0o644); err != nil { // a size to report
+		t.Fatal(err)
+	}
 	link := filepath.Join(dir, "link.dets")
 	if err := os.Symlink("t.dets", link); err != nil {
 		t.Fatal(err)
@@ -59,10 +62,17 @@ func TestOpenDataTakesDescriptor(t *testing.T) {
 	before := openFDCount(t)
 	for _, name := range []string{data, link} {
 		l := mustAcquire(t, name, Options{OpenData: true})
-		f := l.TakeDataFile()
-		checkDataFD(t, f, data)
-		if g := l.TakeDataFile(); g != nil {
-			t.Fatal("second TakeDataFile returned a descriptor")
+		fd, size, ok := l.TakeDataFD()
+		if !ok {
+			t.Fatal("no descriptor")
+		}
+		f := os.NewFile(uintptr(fd), data)
+		if fi, err := f.Stat(); err != nil || fi.Size() != size {
+			t.Fatalf("TakeDataFD gave size %d, the file has %v (err %v)", size, fi.Size(), err)
+		}
+		checkDataFD(t, f, data) // writes a byte
+		if _, _, ok := l.TakeDataFD(); ok {
+			t.Fatal("second TakeDataFD returned a descriptor")
 		}
 		if err := f.Close(); err != nil {
 			t.Fatal(err)
@@ -79,12 +89,12 @@ func TestOpenDataOnlyWhenAskedAndExisting(t *testing.T) {
 	dir := t.TempDir()
 	data := newDataFile(t, dir, "t.dets")
 	l := mustAcquire(t, data, Options{})
-	if f := l.TakeDataFile(); f != nil {
+	if _, _, ok := l.TakeDataFD(); ok {
 		t.Fatal("descriptor without OpenData")
 	}
 	mustUnlock(t, l)
 	l = mustAcquire(t, filepath.Join(dir, "new.dets"), Options{OpenData: true})
-	if f := l.TakeDataFile(); f != nil {
+	if _, _, ok := l.TakeDataFD(); ok {
 		t.Fatal("descriptor for a missing data file")
 	}
 	mustUnlock(t, l)
@@ -103,7 +113,7 @@ func TestOpenDataUntakenClosedByUnlock(t *testing.T) {
 		t.Fatalf("%d descriptors on the data file under the lock, want 1", n)
 	}
 	mustUnlock(t, l)
-	if f := l.TakeDataFile(); f != nil {
+	if _, _, ok := l.TakeDataFD(); ok {
 		t.Fatal("descriptor taken after Unlock")
 	}
 	if n := len(sidecarFDs(t, data)); n != 0 {
