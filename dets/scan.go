@@ -36,7 +36,7 @@ import (
 const (
 	scanSlots = 1 << 18   // slots per window
 	scanGap   = 4 << 10   // largest hole one read spans
-	scanRead  = 512 << 10 // bytes one read covers, unless one bucket is larger
+	scanRead  = 128 << 10 // bytes one read covers, unless one bucket is larger
 
 	scanSlotBits  = 25 // slot numbers are below maxSlotsLimit = 1<<25
 	scanSlotMask  = 1<<scanSlotBits - 1
@@ -128,16 +128,19 @@ func (t *Table) All() iter.Seq2[etf.Term, error] {
 					return
 				}
 				for _, r := range st.refs {
-					if o := st.single(r); o != nil {
+					o, objs := st.setObjects(r)
+					if o != nil {
 						if !yield(o, nil) {
 							return
 						}
 						continue
 					}
-					objs, err := t.scanDecode(st, r)
-					if err != nil {
-						yield(nil, err)
-						return
+					if objs == nil {
+						var err error
+						if objs, err = t.scanDecode(st, r); err != nil {
+							yield(nil, err)
+							return
+						}
 					}
 					for _, o := range objs {
 						if !yield(o, nil) {
@@ -307,26 +310,54 @@ func (t *Table) scanRead(st *scanState, ents []uint64) error {
 	return nil
 }
 
-// single returns the object of the bucket of r when the bucket is a set's
-// and holds exactly one valid object (nearly always), else nil, leaving
-// the bucket to scanDecode, errors included. It saves scanDecode's
-// generality, a noticeable part of the cost of a small object.
-func (st *scanState) single(r scanRef) etf.Term {
-	if st.kind != Set || r.extra {
-		return nil
+// setObjects decodes the objects of the bucket of r when the table is a
+// set and every object of the bucket is valid (nearly always): the one
+// object of the bucket, or all of them in st.objs. Otherwise it returns
+// nil, nil, leaving the bucket to scanDecode, errors included. It saves
+// scanDecode's generality, a noticeable part of the cost of a small object.
+func (st *scanState) setObjects(r scanRef) (etf.Term, []etf.Term) {
+	if st.kind != Set {
+		return nil, nil
 	}
-	body := st.buf[r.off : r.off+r.n]
-	if len(body) < 4 || int(be.Uint32(body)) != len(body) {
-		return nil
+	body := st.buf
+	if r.extra {
+		body = st.extra
 	}
-	o, err := st.bd.Decode(body[4:])
-	if err != nil {
-		return nil
+	body = body[r.off : r.off+r.n]
+	var first etf.Term
+	st.objs = st.objs[:0]
+	for len(body) > 0 {
+		if len(body) < 4 {
+			return nil, nil
+		}
+		n := be.Uint32(body)
+		if n < 5 || n > uint32(len(body)) {
+			return nil, nil
+		}
+		o, err := st.bd.Decode(body[4:n])
+		if err != nil {
+			return nil, nil
+		}
+		if _, ok := keyOf(o, st.keyPos); !ok {
+			return nil, nil
+		}
+		body = body[n:]
+		switch {
+		case first == nil && len(body) == 0:
+			return o, nil // the usual bucket of one
+		case first == nil:
+			first = o
+		default:
+			if len(st.objs) == 0 {
+				st.objs = append(st.objs, first)
+			}
+			st.objs = append(st.objs, o)
+		}
 	}
-	if _, ok := keyOf(o, st.keyPos); !ok {
-		return nil
+	if first == nil {
+		return nil, nil // an empty bucket, which scanDecode checks
 	}
-	return o
+	return nil, st.objs
 }
 
 // scanDecode decodes the objects of one bucket read by scanRead into

@@ -397,3 +397,89 @@ func TestAllObjectsOutliveScan(t *testing.T) {
 		}
 	}
 }
+
+// TestAllCorruptLaterObject: in a set's bucket of several objects, a later
+// object that is broken (its size or its encoding) is reported as a
+// *CorruptionError at that object, and none of the bucket's objects is
+// yielded: a bucket is decoded whole before its objects are.
+func TestAllCorruptLaterObject(t *testing.T) {
+	cases := []struct {
+		name string
+		off  int64 // from the second object's start
+		val  uint32
+	}{
+		{"size", 0, 0x7FFFFFFF},
+		{"encoding", 4, 0xFFFFFFFF},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := tmpFile(t, "later.dets")
+			tab, err := Open(path, Options{})
+			must(t, err)
+			for i := range 3000 {
+				must(t, tab.Insert(tup(etf.Binary(fmt.Sprint("k", i)), etf.Binary("value"))))
+			}
+			// A bucket holding several keys, and those keys.
+			tab.mu.Lock()
+			bySlot := map[uint32][]string{}
+			for i := range 3000 {
+				k := fmt.Sprint("k", i)
+				s := tab.slotFor(keyHash(etf.Binary(k)))
+				bySlot[s] = append(bySlot[s], k)
+			}
+			var e slotEntry
+			var keys []string
+			for s, ks := range bySlot {
+				if len(ks) >= 2 {
+					if e, err = tab.entry(s); err != nil {
+						tab.mu.Unlock()
+						t.Fatal(err)
+					}
+					keys = ks
+					break
+				}
+			}
+			tab.mu.Unlock()
+			if keys == nil {
+				t.Fatal("no bucket with two keys")
+			}
+			must(t, tab.Close())
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			must(t, err)
+			defer f.Close()
+			var b [4]byte
+			_, err = f.ReadAt(b[:], int64(e.ptr)+bucketHeaderSize)
+			must(t, err)
+			second := int64(e.ptr) + bucketHeaderSize + int64(be.Uint32(b[:]))
+			be.PutUint32(b[:], c.val)
+			_, err = f.WriteAt(b[:], second+c.off)
+			must(t, err)
+
+			tab, err = Open(path, Options{ReadOnly: true})
+			must(t, err)
+			defer tab.Close()
+			seen := map[string]bool{}
+			var got error
+			for o, err := range tab.All() {
+				if err != nil {
+					got = err
+					break
+				}
+				k, _ := keyOf(o, 1)
+				seen[string(k.(etf.Binary))] = true
+			}
+			var ce *CorruptionError
+			if !errors.As(got, &ce) || !errors.Is(got, ErrCorrupt) {
+				t.Fatalf("All after %d objects: %v, want a *CorruptionError", len(seen), got)
+			}
+			if ce.Offset != second {
+				t.Errorf("error offset %d, want the second object's %d: %v", ce.Offset, second, got)
+			}
+			for _, k := range keys {
+				if seen[k] {
+					t.Errorf("key %s of the corrupt bucket was yielded", k)
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package etf
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 // randomBatchTerm returns a term of the shapes BatchDecoder treats
@@ -141,6 +143,78 @@ func TestBatchMatchesDecode(t *testing.T) {
 	}
 }
 
+// TestBatchPairMatchesDecode: flatPair, the fast path for {Binary,
+// Binary}, gives exactly Decode's result on pairs with lengths around its
+// limits and on encodings one step away from its shape (a length field
+// rewritten, a tag changed, a byte added or cut), and takes every valid
+// pair within its limits. Seeded: -etf.seed.
+func TestBatchPairMatchesDecode(t *testing.T) {
+	r := rand.New(rand.NewSource(testSeed(t)))
+	size := func() int {
+		switch r.Intn(4) {
+		case 0:
+			return r.Intn(3)
+		case 1:
+			return batchMaxBinary - 2 + r.Intn(5)
+		}
+		return r.Intn(300)
+	}
+	var bd BatchDecoder
+	for i := range 3000 {
+		k, v := make(Binary, size()), make(Binary, size())
+		r.Read(k)
+		r.Read(v)
+		enc := mustEncode(t, Tuple{k, v})
+		l2at := flatData + len(k) + 1 // the second length field
+		inputs := [][]byte{enc}
+		for range 4 {
+			bad := bytes.Clone(enc)
+			switch r.Intn(6) {
+			case 0: // a length field, small change or any value
+				at := []int{4, l2at}[r.Intn(2)]
+				l := binary.BigEndian.Uint32(bad[at:])
+				if r.Intn(2) == 0 {
+					l += uint32(r.Intn(5)) - 2
+				} else {
+					l = r.Uint32()
+				}
+				binary.BigEndian.PutUint32(bad[at:], l)
+			case 1: // a tag or the arity
+				bad[[]int{0, 1, 2, 3, l2at - 1}[r.Intn(5)]] ^= byte(1 + r.Intn(255))
+			case 2:
+				bad = append(bad, byte(r.Intn(256)))
+			case 3:
+				bad = bad[:r.Intn(len(bad))]
+			default:
+				bad[r.Intn(len(bad))] ^= byte(1 + r.Intn(255))
+			}
+			inputs = append(inputs, bad)
+		}
+		for j, in := range inputs {
+			want, werr := Decode(in)
+			before := len(bd.pairs)
+			got, gerr := bd.Decode(bytes.Clone(in))
+			what := fmt.Sprintf("pair %d input %d (%x)", i, j, in[:min(len(in), 40)])
+			if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+				t.Fatalf("%s: error %v, Decode says %v", what, gerr, werr)
+			}
+			if werr != nil {
+				continue
+			}
+			sameTerm(t, what, got, want)
+			tup, isPair := want.(Tuple)
+			fast := isPair && len(tup) == 2 && len(in)-flatData <= batchBytes/2
+			for _, x := range tup {
+				b, ok := x.(Binary)
+				fast = fast && ok && len(b) <= batchMaxBinary
+			}
+			if took := len(bd.pairs) != before; took != fast {
+				t.Fatalf("%s: fast path taken %v, want %v", what, took, fast)
+			}
+		}
+	}
+}
+
 // TestBatchIsolation: a decoded term shares chunks with its neighbours but
 // never memory they can reach: writing through one changes no other.
 func TestBatchIsolation(t *testing.T) {
@@ -254,6 +328,35 @@ func TestBatchAllocs(t *testing.T) {
 	if perObject := allocs / float64(len(encs)); perObject > 0.05 {
 		t.Fatalf("%.3f allocations per object (%.0f per %d)", perObject, allocs, len(encs))
 	}
+}
+
+// TestBatchChunksSmall: however long the batch, no chunk is larger than
+// batchChunkMax bytes, though the bytes' chunks grow up to near it.
+func TestBatchChunksSmall(t *testing.T) {
+	var bd BatchDecoder
+	encs := [][]byte{
+		mustEncode(t, Tuple{Binary("key"), Binary(bytes.Repeat([]byte{7}, 100))}),
+		mustEncode(t, Tuple{Binary("k"), Binary("v"), Binary("w")}),
+		mustEncode(t, Tuple{Int(1), Tuple{Binary("x")}, List{Binary("y")}}),
+	}
+	check := func(what string, n, size int) {
+		if n*size > batchChunkMax {
+			t.Fatalf("%s chunk of %d bytes, above %d", what, n*size, batchChunkMax)
+		}
+	}
+	for i := range 20000 {
+		if _, err := bd.Decode(encs[i%len(encs)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("bytes", cap(bd.bytes), 1)
+	if cap(bd.bytes) <= batchChunkMax/2 {
+		t.Fatalf("bytes chunk of %d bytes: never grew near %d", cap(bd.bytes), batchChunkMax)
+	}
+	check("terms", cap(bd.terms), int(unsafe.Sizeof(Term(nil))))
+	check("binary headers", cap(bd.bins), int(unsafe.Sizeof(Binary{})))
+	check("tuple headers", cap(bd.tups), int(unsafe.Sizeof(Tuple{})))
+	check("pairs", cap(bd.pairs), int(unsafe.Sizeof(flat2{})))
 }
 
 // FuzzBatchDecode: BatchDecoder agrees with Decode on any input.

@@ -8,9 +8,10 @@ import "unsafe"
 // copies the header into a new heap object: one allocation per value. For
 // the dets engine's common object, {Binary, Binary}, that is three of the
 // few allocations left per decoded object. BatchDecoder instead writes the
-// headers into shared chunks (slices of Binary or Tuple, see batch.go) and
-// builds each Term from two words: the interface's type word, taken once
-// from an ordinarily boxed value, and a pointer to the header in the chunk.
+// headers into shared chunks (slices of Binary, Tuple or flat2, see
+// batch.go) and builds each Term from two words: the interface's type
+// word, taken once from an ordinarily boxed value, and a pointer to the
+// header in the chunk.
 // Go offers no safe way to do this: a conversion always copies, and
 // reflect copies too unless the value is already boxed.
 //

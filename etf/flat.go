@@ -16,6 +16,7 @@ import (
 // Terms built by boxAt (see box.go), and one more holds the bytes: two
 // allocations. The terms are the ones the general decoder returns.
 
+// flat2 is also BatchDecoder's chunk entry for a pair (batch.go).
 type flat2 struct {
 	tup   Tuple
 	bins  [2]Binary
