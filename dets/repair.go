@@ -7,7 +7,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/godets/godets/etf"
@@ -30,13 +32,16 @@ import (
 // The old file is read through a read-only memory map where the platform has
 // one, so the objects themselves never live on the Go heap; the heap holds the
 // index (16 bytes per object, bounded by repairMemEntries) and one bucket at a
-// time.
+// time. The in-memory sort replaces the index by the objects' offsets in
+// slot order (4 bytes per object) and the slots' ends (4 bytes per slot),
+// so the index is gone before the build.
 //
-// Speed: on a large file the scan runs on two goroutines (runSplit); the
-// build encodes buckets straight into write buffers that a second goroutine
-// writes, asking the kernel to start writeback of each (Linux), so the fsync
-// before the rename has little left; the replaced file is closed after the
-// rename, off the caller's path.
+// Speed: on a large file the scan runs on two goroutines (runSplit), and so
+// does the build of a large in-memory index (two halves of the slots, see
+// tableWriter); the build encodes buckets straight into write buffers that
+// another goroutine writes, asking the kernel to start writeback of each
+// (Linux), so the fsync before the rename has little left; the replaced
+// file is closed after the rename, off the caller's path.
 //
 // Kind rules, applied per key in file order (offset = sequence):
 //   - set: the object latest in the file wins (OTP's rule). A crash can leave
@@ -179,14 +184,12 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 	m, n := layoutFor(uint32(next))
 	st.Slots = next
 
-	it, err := idx.sorted(func(e repairEntry) uint32 { return slotOf(e.hash, m, n) }, uint32(next))
+	slotFn := func(e repairEntry) uint32 { return slotOf(e.hash, m, n) }
+	it, err := idx.sorted(slotFn, uint32(next), data)
 	if err != nil {
 		return st, err
 	}
 	st.ExternalSort = idx.spilled
-	if oi, ok := it.(*orderIter); ok {
-		oi.data = data
-	}
 
 	// Build PATH.TMP.
 	tmp := tmpPath(p.path)
@@ -194,21 +197,50 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 	if err != nil {
 		return st, err
 	}
-	w := newTableWriter(out, kind, keyPos, m, n, minS, maxS, chunkFor(size))
-	var written int64
-	b := &slotBuilder{data: data, kind: kind, keyPos: keyPos, w: w}
+	// Large in-memory indexes are built by two goroutines, each taking
+	// a contiguous half of the slots.
+	its, bounds := []entryIter{it}, []uint32{0}
+	if oi, ok := it.(*orderIter); ok && oi.end-oi.i >= parallelBuildMin && runtime.GOMAXPROCS(0) > 1 {
+		its, bounds = oi.split()
+		if len(its) > 1 {
+			repairSplitBuilds.Add(1)
+		}
+	}
+	w, err := newTableWriter(out, kind, keyPos, m, n, minS, maxS, chunkFor(size), bounds)
+	if err != nil {
+		out.Close()
+		p.fs.Remove(tmp)
+		return st, err
+	}
+	var done atomic.Int64
+	bs := make([]*slotBuilder, len(its))
+	for i := range bs {
+		bs[i] = &slotBuilder{data: data, kind: kind, keyPos: keyPos, w: w.placers[i], done: &done}
+	}
 	if p.progress != nil {
-		b.report = func(o int64) {
+		bs[0].report = func(o int64) {
 			p.progress(RepairProgress{Phase: "write", BytesScanned: size, BytesTotal: size, Objects: o})
 		}
 	}
-	err = b.run(it, func(e repairEntry) uint32 { return slotOf(e.hash, m, n) })
+	errs := make([]error, len(bs))
+	var wg sync.WaitGroup
+	for i := 1; i < len(bs); i++ {
+		wg.Go(func() { errs[i] = bs[i].run(its[i]) })
+	}
+	errs[0] = bs[0].run(its[0])
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			err = e
+			break
+		}
+	}
 	if err == nil {
 		err = w.finish()
 	} else {
 		w.abort()
 	}
-	written = w.objects
+	written := w.objects
 	if err == nil {
 		err = out.Sync()
 	}
@@ -308,25 +340,27 @@ type slotBuilder struct {
 	data   []byte
 	kind   Kind
 	keyPos int
-	w      *tableWriter
+	w      *placer
+	done   *atomic.Int64 // objects built by all builders
 	report func(objects int64)
 
-	groups []group
-	slab   []object // objects of the current slot's groups
-	buf    []byte
+	groups  []group
+	slab    []object // objects of the current slot's groups
+	lone    bool     // groups holds one object, not yet keyed (see add)
+	loneOff uint64
 }
 
-func (b *slotBuilder) run(it entryIter, slotFn func(repairEntry) uint32) error {
+func (b *slotBuilder) run(it entryIter) error {
 	cur := int64(-1)
 	var done int64
 	for {
-		e, ok, err := it.next()
+		e, es, ok, err := it.next()
 		if err != nil {
 			return err
 		}
 		s := int64(-1)
 		if ok {
-			s = int64(slotFn(e))
+			s = int64(es)
 		}
 		if s != cur && cur >= 0 {
 			if err := b.flush(uint32(cur)); err != nil {
@@ -337,29 +371,66 @@ func (b *slotBuilder) run(it entryIter, slotFn func(repairEntry) uint32) error {
 			return nil
 		}
 		cur = s
-		if int64(e.off)+int64(e.n) > int64(len(b.data)) {
-			return fmt.Errorf("dets: repair index entry beyond the file")
+		if err := b.add(e); err != nil {
+			return err
 		}
-		// The scan proved the object; it is copied as raw bytes, and its
-		// key is compared through its encoding (decoded only when the
-		// encodings alone cannot decide).
-		enc := b.data[e.off : e.off+uint64(e.n)]
-		o := object{enc: enc, kenc: keySpan(enc, b.keyPos)}
-		var k etf.Term
-		if o.kenc == nil {
-			t, err := decodeTerm(enc)
-			if err != nil {
-				return fmt.Errorf("dets: repair: object at %d no longer decodes: %w", e.off, err)
-			}
-			o.term = t
-			k, _ = keyOf(t, b.keyPos)
-		}
-		b.groups, _, _ = applyInsertSlab(b.kind, b.groups, k, o, b.keyPos, &b.slab)
 		done++
-		if b.report != nil && done%(1<<16) == 0 {
-			b.report(done)
+		if done%(1<<16) == 0 {
+			total := b.done.Add(1 << 16)
+			if b.report != nil {
+				b.report(total)
+			}
 		}
 	}
+}
+
+// add applies the kind's insert rule to the object of e, within the slot
+// being built.
+func (b *slotBuilder) add(e repairEntry) error {
+	if int64(e.off)+int64(e.n) > int64(len(b.data)) {
+		return fmt.Errorf("dets: repair index entry beyond the file")
+	}
+	enc := b.data[e.off : e.off+uint64(e.n)]
+	if len(b.groups) == 0 {
+		// The first object of the slot: its key is needed only if
+		// another object joins it, which at the usual load is not the
+		// case for a third of the slots.
+		b.slab = append(b.slab, object{enc: enc})
+		b.groups = append(b.groups, group{objs: b.slab[:1:1]})
+		b.lone, b.loneOff = true, e.off
+		return nil
+	}
+	if b.lone {
+		b.lone = false
+		first := b.groups[0].objs[0].enc
+		clear(b.groups)
+		b.groups = b.groups[:0]
+		clear(b.slab)
+		b.slab = b.slab[:0]
+		if err := b.insert(first, b.loneOff); err != nil {
+			return err
+		}
+	}
+	return b.insert(enc, e.off)
+}
+
+// insert applies the kind's insert rule to the object enc (at off in the
+// file) within the slot being built. The scan proved the object; it is
+// copied as raw bytes, and its key is compared through its encoding
+// (decoded only when the encodings alone cannot decide).
+func (b *slotBuilder) insert(enc []byte, off uint64) error {
+	o := object{enc: enc, kenc: keySpan(enc, b.keyPos)}
+	var k etf.Term
+	if o.kenc == nil {
+		t, err := decodeTerm(enc)
+		if err != nil {
+			return fmt.Errorf("dets: repair: object at %d no longer decodes: %w", off, err)
+		}
+		o.term = t
+		k, _ = keyOf(t, b.keyPos)
+	}
+	b.groups, _, _ = applyInsertSlab(b.kind, b.groups, k, o, b.keyPos, &b.slab)
+	return nil
 }
 
 func (b *slotBuilder) flush(slot uint32) error {
@@ -379,371 +450,14 @@ func (b *slotBuilder) flush(slot uint32) error {
 	b.groups = b.groups[:0]
 	clear(b.slab)
 	b.slab = b.slab[:0]
+	b.lone = false
 	return err
-}
-
-// tableWriter lays out a fresh closed table: header, parts at 1336, all
-// segments after them, then the buckets, each in a block of its
-// power-of-two size aligned relative to 1336 (so the buddy base is 1336 and
-// FlBase is 0).
-//
-// Buckets are grouped by size class, so that blocks pack without alignment
-// gaps (OTP groups them too, largest class first): each class below the
-// chunk size fills a chunk of its own, taken from the end of the file when
-// the class's current one is full; a chunk holds whole blocks of any such
-// class, so chunks and larger blocks keep each other aligned. Only the
-// unused tails of the last chunks, and the space after the last block, go
-// into the free lists, decomposed into maximal buddy blocks.
-//
-// Chunks and segments are assembled in buffers that an asyncWriter writes
-// out, so the file system's copying overlaps with the building.
-type tableWriter struct {
-	f                  File
-	aw                 *asyncWriter
-	kind               Kind
-	keyPos             int
-	m, n, next         uint32
-	minSlots, maxSlots uint32
-	nParts, nSegs      int64
-	bucketsStart       int64
-	pos                int64 // next free byte (chunk-aligned once buckets begin)
-	chunk              int64 // chunk size, a power of two
-	open               [maxBuddyClass + 1]classChunk
-	big                []byte // a bucket of a block >= chunk, written at the next call
-	bigAt              int64
-	segBuf             []byte // segments segFirst.. (segBatch of them)
-	segFirst           int64
-	free               buddy
-	counters           [numCounters]uint32
-	objects, keys      int64
-	lastSlot           int64
-}
-
-// classChunk is the chunk a size class is filling: buf holds its blocks so
-// far, from file address at.
-type classChunk struct {
-	buf []byte
-	at  int64
-}
-
-var earlySyncBytes int64 = 4194304
-
-const (
-	segBatch     = 64 // segments per write (128 KiB)
-	minChunk     = 4 << 10
-	maxChunk     = 256 << 10
-	chunkSpare   = 4 // chunk buffers in flight beyond one per class
-	chunkPerFile = 64
-)
-
-// chunkFor picks the chunk size for a table rebuilt from a file of size
-// bytes: small tables get small chunks, so the unused chunk tails stay a
-// small part of the file.
-func chunkFor(size int64) int64 {
-	c := int64(minChunk)
-	for c < maxChunk && c*chunkPerFile < size {
-		c <<= 1
-	}
-	return c
-}
-
-func newTableWriter(f File, kind Kind, keyPos int, m, n, minS, maxS uint32, chunk int64) *tableWriter {
-	next := int64(m) + int64(n)
-	nSegs := next / slotsPerSeg
-	nParts := (nSegs + segsPerPart - 1) / segsPerPart
-	start := int64(baseAddr) + (nParts+nSegs)*segmentSize
-	w := &tableWriter{
-		f: f, kind: kind, keyPos: keyPos, m: m, n: n, next: uint32(next),
-		minSlots: minS, maxSlots: maxS, nParts: nParts, nSegs: nSegs,
-		bucketsStart: start, chunk: chunk, lastSlot: -1,
-	}
-	w.free.base = baseAddr
-	w.pos = baseAddr + (start-baseAddr+chunk-1)/chunk*chunk
-	w.freeRange(start, w.pos)
-	// One buffer per class that uses chunks (blocks of 1 byte up to
-	// chunk/2), plus a few in flight, so take never waits for ever.
-	w.aw = newAsyncWriter(f, log2ceil(chunk)+chunkSpare, int(chunk), 2, segBatch*segmentSize)
-	w.segBuf = w.aw.take(segStream)[:segBatch*segmentSize]
-	return w
-}
-
-func (w *tableWriter) segAddr(j int64) int64 { return baseAddr + (w.nParts+j)*segmentSize }
-
-// flushSegs writes the segment batches that end at or before segment upto.
-func (w *tableWriter) flushSegs(upto int64) error {
-	for w.segFirst+segBatch <= upto {
-		if err := w.aw.submit(segStream, w.segBuf, w.segAddr(w.segFirst)); err != nil {
-			return err
-		}
-		w.segFirst += segBatch
-		w.segBuf = w.aw.take(segStream)[:segBatch*segmentSize]
-		clear(w.segBuf)
-	}
-	return nil
-}
-
-// flushBig queues the large bucket encoded since the last call, if any.
-func (w *tableWriter) flushBig() error {
-	if w.big == nil {
-		return nil
-	}
-	// The caller encoded into w.big's capacity.
-	b := w.big[:cap(w.big)]
-	w.big = nil
-	return w.aw.submit(noStream, b, w.bigAt)
-}
-
-// addBucket places the bucket of slot, size bytes long, and returns the
-// empty slice (with capacity size) to encode it into before the next call.
-func (w *tableWriter) addBucket(slot uint32, size int64, keys, objects int) ([]byte, error) {
-	if int64(slot) <= w.lastSlot || slot >= w.next {
-		return nil, fmt.Errorf("dets: repair: slot %d out of order", slot)
-	}
-	w.lastSlot = int64(slot)
-	if err := w.flushBig(); err != nil {
-		return nil, err
-	}
-	if err := w.flushSegs(int64(slot) / slotsPerSeg); err != nil {
-		return nil, err
-	}
-	block := pow2ceil(size)
-	var a int64
-	var dst []byte
-	if block >= w.chunk {
-		// A block of its own; w.pos is chunk-aligned, so any gap before
-		// it is whole chunks.
-		a = baseAddr + (w.pos-baseAddr+block-1)/block*block
-		if a+block > allocLimit {
-			return nil, fmt.Errorf("%w: %s", ErrFileTooLarge, "the repaired table does not fit")
-		}
-		w.freeRange(w.pos, a)
-		w.pos = a + block
-		w.big, w.bigAt = make([]byte, 0, size), a
-		dst = w.big
-	} else {
-		ch := &w.open[buddyClass(size)]
-		if ch.buf != nil && int64(len(ch.buf))+block > w.chunk {
-			if err := w.aw.submit(bucketStream, ch.buf, ch.at); err != nil {
-				return nil, err
-			}
-			ch.buf = nil
-		}
-		if ch.buf == nil {
-			if w.pos+block > allocLimit {
-				return nil, fmt.Errorf("%w: %s", ErrFileTooLarge, "the repaired table does not fit")
-			}
-			ch.buf, ch.at = w.aw.take(bucketStream), w.pos
-			w.pos += w.chunk
-		}
-		at := int64(len(ch.buf))
-		a = ch.at + at
-		if a+block > allocLimit {
-			return nil, fmt.Errorf("%w: %s", ErrFileTooLarge, "the repaired table does not fit")
-		}
-		ch.buf = ch.buf[:at+block]
-		clear(ch.buf[at+size:])
-		dst = ch.buf[at : at : at+size]
-	}
-	w.counters[counterIndex(size)]++
-	e := w.segBuf[(int64(slot)/slotsPerSeg-w.segFirst)*segmentSize+int64(slot%slotsPerSeg)*slotEntrySize:]
-	be.PutUint32(e, uint32(size))
-	be.PutUint32(e[4:], uint32(a))
-	w.objects += int64(objects)
-	w.keys += int64(keys)
-	return dst, nil
-}
-
-// flushChunks queues the partly filled chunks and frees their unused
-// tails; the chunk at the end of the file is cut short instead.
-func (w *tableWriter) flushChunks() error {
-	var err error
-	for c := maxBuddyClass; c >= 1; c-- {
-		ch := &w.open[c]
-		if ch.buf == nil {
-			continue
-		}
-		used := ch.at + int64(len(ch.buf))
-		if err == nil {
-			err = w.aw.submit(bucketStream, ch.buf, ch.at)
-		}
-		ch.buf = nil
-		if ch.at+w.chunk == w.pos {
-			w.pos = used
-		} else {
-			w.freeRange(used, ch.at+w.chunk)
-		}
-	}
-	return err
-}
-
-// freeRange adds [a, b) to the free lists as maximal aligned buddy blocks.
-func (w *tableWriter) freeRange(a, b int64) {
-	for a < b {
-		sz := int64(1) << (maxBuddyClass - 1)
-		for (a-baseAddr)%sz != 0 || a+sz > b {
-			sz >>= 1
-		}
-		c := buddyClass(sz)
-		w.free.free[c] = append(w.free.free[c], uint32(a))
-		a += sz
-	}
-}
-
-// abort stops the background writes of a failed build.
-func (w *tableWriter) abort() { w.aw.close() }
-
-// finish writes the remaining segments, the parts, the free lists, the
-// trailer and the header.
-func (w *tableWriter) finish() error {
-	err := w.flushSegs(w.nSegs)
-	if err == nil && w.segFirst < w.nSegs {
-		err = w.aw.submit(segStream, w.segBuf[:(w.nSegs-w.segFirst)*segmentSize], w.segAddr(w.segFirst))
-	}
-	if err == nil {
-		err = w.flushBig()
-	}
-	if err == nil {
-		err = w.flushChunks()
-	}
-	if cerr := w.aw.close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	w.freeRange(w.pos, baseAddr+1<<31)
-	// The chunk tails were freed out of address order.
-	for c := range w.free.free {
-		slices.Sort(w.free.free[c])
-	}
-	// Parts.
-	part := make([]byte, w.nParts*partSize)
-	for i := int64(0); i < w.nSegs; i++ {
-		be.PutUint32(part[4*i:], uint32(w.segAddr(i)))
-	}
-	if _, err := w.f.WriteAt(part, baseAddr); err != nil {
-		return err
-	}
-	// Free lists and trailer at EOF.
-	flp := w.pos
-	fl := w.free.appendFreeLists(nil)
-	fl = be.AppendUint32(fl, uint32(flp+int64(len(fl))+trailerSize))
-	if _, err := w.f.WriteAt(fl, flp); err != nil {
-		return err
-	}
-	// Header, reserved bytes and part table.
-	hb := make([]byte, baseAddr)
-	h := header{
-		freelistsPtr: uint32(flp), closed: closedProperly, typ: uint32(w.kind),
-		m: w.m, next: w.next, n: w.n, keyPos: uint32(w.keyPos),
-		noObjects: uint32(w.objects), noKeys: uint32(w.keys),
-		minSlots: w.minSlots, maxSlots: w.maxSlots, hashMethod: hashPhash2,
-		counters: w.counters, hasMD5: true,
-	}
-	h.encode(hb)
-	for i := int64(0); i < w.nParts; i++ {
-		be.PutUint32(hb[partTableOff+4*i:], uint32(baseAddr+i*partSize))
-	}
-	_, err = w.f.WriteAt(hb, 0)
-	return err
-}
-
-// The asyncWriter's buffer streams.
-const (
-	bucketStream = iota
-	segStream
-	numStreams
-	noStream = -1 // a buffer of its own, dropped once written
-)
-
-// asyncWriter writes buffers at offsets on a goroutine of its own. Each
-// stream makes buffers as needed up to a limit, then take blocks until one
-// is back from the writer, so the memory in flight is bounded.
-type asyncWriter struct {
-	f        File
-	jobs     chan writeJob
-	free     [numStreams]chan []byte // capacity: the stream's buffer limit
-	made     [numStreams]int         // buffers made so far
-	size     [numStreams]int         // their capacity
-	done     chan struct{}
-	err      error // set by the goroutine; read after done, or via failed
-	failed   atomic.Bool
-	closed   bool
-	unsynced int64
-}
-
-type writeJob struct {
-	b      []byte
-	off    int64
-	stream int
-}
-
-func newAsyncWriter(f File, nBuf, bufSize, nSeg, segSize int) *asyncWriter {
-	aw := &asyncWriter{f: f, jobs: make(chan writeJob, nBuf+nSeg), done: make(chan struct{})}
-	aw.free[bucketStream] = make(chan []byte, nBuf)
-	aw.free[segStream] = make(chan []byte, nSeg)
-	aw.size = [numStreams]int{bufSize, segSize}
-	go aw.loop()
-	return aw
-}
-
-func (aw *asyncWriter) loop() {
-	defer close(aw.done)
-	for j := range aw.jobs {
-		if aw.err == nil {
-			if _, err := aw.f.WriteAt(j.b, j.off); err != nil {
-				aw.err = err
-				aw.failed.Store(true)
-			}
-			startWriteback(aw.f, j.off, int64(len(j.b)))
-		}
-		if j.stream != noStream {
-			aw.free[j.stream] <- j.b[:0]
-		}
-	}
-}
-
-// take returns an empty buffer of stream s, making one while the stream
-// has fewer than its limit.
-func (aw *asyncWriter) take(s int) []byte {
-	select {
-	case b := <-aw.free[s]:
-		return b
-	default:
-	}
-	if aw.made[s] < cap(aw.free[s]) {
-		aw.made[s]++
-		return make([]byte, 0, aw.size[s])
-	}
-	return <-aw.free[s]
-}
-
-// submit queues b for writing at off; b belongs to the writer until a later
-// take returns it.
-func (aw *asyncWriter) submit(s int, b []byte, off int64) error {
-	if aw.failed.Load() {
-		if s != noStream {
-			aw.free[s] <- b[:0]
-		}
-		return aw.close()
-	}
-	aw.jobs <- writeJob{b: b, off: off, stream: s}
-	return nil
-}
-
-// close waits for the queued writes and returns the first error.
-func (aw *asyncWriter) close() error {
-	if !aw.closed {
-		aw.closed = true
-		close(aw.jobs)
-	}
-	<-aw.done
-	return aw.err
 }
 
 // entryIter yields index entries in sorted order.
 type entryIter interface {
-	next() (repairEntry, bool, error)
+	// next returns the next entry and its slot, or false at the end.
+	next() (repairEntry, uint32, bool, error)
 }
 
 // entryIndex collects the scan's entries, spilling them to a file beside the
@@ -814,11 +528,14 @@ func (x *entryIndex) cleanup() {
 }
 
 // sorted returns the entries ordered by (slot(e), e.off); slot values are
-// below nslots.
-func (x *entryIndex) sorted(slot func(repairEntry) uint32, nslots uint32) (entryIter, error) {
+// below nslots. data is the old file, which the entries point into.
+func (x *entryIndex) sorted(slot func(repairEntry) uint32, nslots uint32, data []byte) (entryIter, error) {
 	if !x.spilled {
-		if ord, ok := countingOrder(x.mem, slot, nslots); ok {
-			return &orderIter{es: x.mem, ord: ord}, nil
+		if offs, ends, ok := slotOrder(x.mem, slot, nslots); ok {
+			// The order holds all the build needs, so the index
+			// itself can go.
+			x.mem = nil
+			return &orderIter{data: data, offs: offs, ends: ends, end: len(offs)}, nil
 		}
 	}
 	cmp := func(a, b repairEntry) int {
@@ -837,7 +554,7 @@ func (x *entryIndex) sorted(slot func(repairEntry) uint32, nslots uint32) (entry
 	}
 	if !x.spilled {
 		slices.SortFunc(x.mem, cmp)
-		return &memIter{es: x.mem}, nil
+		return &memIter{es: x.mem, slot: slot}, nil
 	}
 	if len(x.mem) > 0 {
 		if err := x.spillMem(); err != nil {
@@ -868,7 +585,7 @@ func (x *entryIndex) sorted(slot func(repairEntry) uint32, nslots uint32) (entry
 		runs = append(runs, &runIter{f: x.spill, pos: start, end: start + cnt})
 	}
 	x.mem = nil
-	m := &mergeIter{runs: runs, cmp: cmp}
+	m := &mergeIter{runs: runs, cmp: cmp, slot: slot}
 	for _, r := range runs {
 		if err := r.fill(); err != nil {
 			return nil, err
@@ -877,80 +594,134 @@ func (x *entryIndex) sorted(slot func(repairEntry) uint32, nslots uint32) (entry
 	return m, nil
 }
 
-// countingOrder orders es by (slot, off) with a counting sort over the
-// slots, which is stable: the scan emits entries in file order, so the
-// result is in offset order within each slot. It returns the order as
-// indexes (4 bytes per entry, not a second copy of the index), or false
-// when es is not in offset order or the slot table would be much larger
-// than the index.
-func countingOrder(es []repairEntry, slot func(repairEntry) uint32, nslots uint32) ([]uint32, bool) {
+// slotOrder orders es by (slot, off) with a counting sort over the slots,
+// which is stable: the scan emits entries in file order, so the result is
+// in offset order within each slot. It returns the objects' offsets in that
+// order (4 bytes per entry, not a second copy of the index: the build reads
+// each object's length from its <<ObjSz:32>> framing, and its slot from
+// ends), and ends[s], the index in offs after slot s's objects. It returns
+// false when es is not in offset order, an offset does not fit 32 bits, or
+// the slot table would be much larger than the index.
+func slotOrder(es []repairEntry, slot func(repairEntry) uint32, nslots uint32) (offs, ends []uint32, ok bool) {
 	if len(es) == 0 || len(es) > math.MaxUint32 || uint64(nslots) > 4*uint64(len(es))+1<<16 {
-		return nil, false
+		return nil, nil, false
 	}
 	start := make([]uint32, nslots+1)
 	for i := range es {
 		if i > 0 && es[i].off <= es[i-1].off {
-			return nil, false
+			return nil, nil, false
 		}
 		s := slot(es[i])
-		if s >= nslots {
-			return nil, false
+		if s >= nslots || es[i].off > math.MaxUint32 || es[i].off < 4 {
+			return nil, nil, false
 		}
 		start[s+1]++
 	}
 	for i := 1; i < len(start); i++ {
 		start[i] += start[i-1]
 	}
-	ord := make([]uint32, len(es))
+	offs = make([]uint32, len(es))
 	for i := range es {
 		s := slot(es[i])
-		ord[start[s]] = uint32(i)
+		offs[start[s]] = uint32(es[i].off)
 		start[s]++
 	}
-	return ord, true
+	// Each start has moved to its slot's end.
+	return offs, start[:nslots], true
 }
 
-// orderIter yields es in the order ord gives.
+// orderIter yields the entries offs[i:end] of a slotOrder, the first of
+// them in slot s or later.
 type orderIter struct {
-	es   []repairEntry
-	ord  []uint32
-	i    int
-	data []byte // the old file, to prefetch from (may be nil)
-	sink byte
+	data    []byte // the old file
+	offs    []uint32
+	ends    []uint32
+	i, end  int
+	s       uint32
+	started bool
+	sink    byte
 }
 
-func (o *orderIter) next() (repairEntry, bool, error) {
-	if o.i >= len(o.ord) {
-		return repairEntry{}, false, nil
+func (o *orderIter) next() (repairEntry, uint32, bool, error) {
+	if o.i >= o.end {
+		return repairEntry{}, 0, false, nil
 	}
 	// The objects are read in slot order, which is random in the file.
 	// Touching a whole batch of them ahead, in a loop of independent
 	// loads, lets their cache and TLB misses overlap with each other.
-	if o.i%prefetchBatch == 0 && o.data != nil {
-		if o.i == 0 {
-			o.touch(0)
-		}
+	if !o.started {
+		o.started = true
+		o.touch(o.i)
+		o.touch(o.i + prefetchBatch)
+	} else if o.i%prefetchBatch == 0 {
 		o.touch(o.i + prefetchBatch)
 	}
+	for o.ends[o.s] <= uint32(o.i) {
+		o.s++
+	}
+	off := int64(o.offs[o.i])
+	if off < 4 || off > int64(len(o.data)) {
+		return repairEntry{}, 0, false, fmt.Errorf("dets: repair index entry beyond the file")
+	}
 	o.i++
-	return o.es[o.ord[o.i-1]], true, nil
+	// The scan proved the framing, which gives the length.
+	n := be.Uint32(o.data[off-4:]) - 4
+	return repairEntry{off: uint64(off), n: n}, o.s, true, nil
 }
 
-// touch reads one byte per cache line of the objects of batch from..
+// touch reads one byte per cache line of the objects of the batch that
+// starts at offs[from].
 func (o *orderIter) touch(from int) {
-	if from >= len(o.ord) {
+	if from >= o.end {
 		return
 	}
 	var s byte
-	for _, j := range o.ord[from:min(from+prefetchBatch, len(o.ord))] {
-		e := o.es[j]
-		end := min(e.off+uint64(min(e.n, prefetchMax)), uint64(len(o.data)))
-		for p := e.off; p < end; p += 64 {
+	for _, off := range o.offs[from:min(from+prefetchBatch, o.end)] {
+		// The framing before the object gives its length.
+		at := int64(off) - 4
+		if at < 0 || at+4 > int64(len(o.data)) {
+			continue
+		}
+		end := min(at+4+int64(min(be.Uint32(o.data[at:]), prefetchMax)), int64(len(o.data)))
+		for p := at; p < end; p += 64 {
 			s += o.data[p]
 		}
 	}
 	o.sink += s
 }
+
+// split divides o, which must not have started, into two iterators over
+// contiguous slot ranges with about half the entries each, and returns them
+// with the first slot of each range (a multiple of slotsPerSeg). It returns
+// o alone when no such boundary exists.
+func (o *orderIter) split() ([]entryIter, []uint32) {
+	whole := []entryIter{o}
+	if o.started || o.s != 0 || o.end-o.i < 2 {
+		return whole, []uint32{0}
+	}
+	// The slot of the middle entry, rounded down to a segment start.
+	midEntry := uint32(o.i + (o.end-o.i)/2)
+	s, _ := slices.BinarySearch(o.ends, midEntry+1)
+	mid := uint32(s) / slotsPerSeg * slotsPerSeg
+	if mid == 0 {
+		return whole, []uint32{0}
+	}
+	k := int(o.ends[mid-1])
+	if k <= o.i || k >= o.end {
+		return whole, []uint32{0}
+	}
+	a := &orderIter{data: o.data, offs: o.offs, ends: o.ends, i: o.i, end: k}
+	b := &orderIter{data: o.data, offs: o.offs, ends: o.ends, i: k, end: o.end, s: mid}
+	return []entryIter{a, b}, []uint32{0, mid}
+}
+
+// parallelBuildMin: smaller indexes are built by one goroutine (on a busy
+// two-core machine the split did not pay at 100k objects). A variable so
+// tests can split small tables.
+var parallelBuildMin = 1 << 19
+
+// repairSplitBuilds counts the builds that ran on two goroutines (for tests).
+var repairSplitBuilds atomic.Int64
 
 const (
 	prefetchBatch = 32
@@ -958,16 +729,18 @@ const (
 )
 
 type memIter struct {
-	es []repairEntry
-	i  int
+	es   []repairEntry
+	i    int
+	slot func(repairEntry) uint32
 }
 
-func (m *memIter) next() (repairEntry, bool, error) {
+func (m *memIter) next() (repairEntry, uint32, bool, error) {
 	if m.i >= len(m.es) {
-		return repairEntry{}, false, nil
+		return repairEntry{}, 0, false, nil
 	}
 	m.i++
-	return m.es[m.i-1], true, nil
+	e := m.es[m.i-1]
+	return e, m.slot(e), true, nil
 }
 
 // runIter reads one sorted run of the spill file through a small buffer.
@@ -1008,9 +781,10 @@ func (r *runIter) fill() error {
 type mergeIter struct {
 	runs []*runIter
 	cmp  func(a, b repairEntry) int
+	slot func(repairEntry) uint32
 }
 
-func (m *mergeIter) next() (repairEntry, bool, error) {
+func (m *mergeIter) next() (repairEntry, uint32, bool, error) {
 	best := -1
 	for i, r := range m.runs {
 		if len(r.buf) == 0 {
@@ -1021,17 +795,17 @@ func (m *mergeIter) next() (repairEntry, bool, error) {
 		}
 	}
 	if best < 0 {
-		return repairEntry{}, false, nil
+		return repairEntry{}, 0, false, nil
 	}
 	r := m.runs[best]
 	e := r.buf[0]
 	r.buf = r.buf[1:]
 	if len(r.buf) == 0 {
 		if err := r.fill(); err != nil {
-			return e, false, err
+			return e, 0, false, err
 		}
 	}
-	return e, true, nil
+	return e, m.slot(e), true, nil
 }
 
 // repairFile is the seam Open uses (see table.go): it rebuilds path, a file

@@ -2,6 +2,7 @@ package dets
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -437,6 +438,189 @@ func BenchmarkRepair(b *testing.B) {
 					b.ReportMetric(otpSec/goSec, "speedup")
 				}
 			})
+		}
+	}
+}
+
+// TestRepairParallelBuild repairs the same dirty files with the build on
+// one goroutine and split between two, and expects the same objects, stats
+// and a table that passes Check from both; the files hold buckets that get
+// blocks of their own (larger than a chunk) as well as packed ones.
+func TestRepairParallelBuild(t *testing.T) {
+	r := rand.New(rand.NewPCG(rpSeed(t), 21))
+	procs := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
+	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
+	old := parallelBuildMin
+	t.Cleanup(func() { parallelBuildMin = old })
+	for _, kind := range rpKinds {
+		for _, n := range []int{300, 6000} {
+			t.Run(fmt.Sprintf("%s/%d", kind, n), func(t *testing.T) {
+				dir := t.TempDir()
+				src := filepath.Join(dir, "src.dets")
+				tab, err := Open(src, Options{Kind: kind})
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := newRPModel(kind)
+				for i := range n {
+					o := rpObj(i%(n/3+1), r.IntN(4), r.IntN(600))
+					if i%97 == 0 {
+						o = rpObj(7, i, 500) // key 7 grows a large bucket
+					}
+					if err := tab.Insert(o); err != nil {
+						t.Fatal(err)
+					}
+					m.insert(t, o)
+				}
+				img, err := os.ReadFile(src) // dirty: the table is still open
+				if err != nil {
+					t.Fatal(err)
+				}
+				tab.Close()
+				var got [2][]string
+				var stats [2]RepairStats
+				for i, min := range []int{1 << 62, 0} {
+					parallelBuildMin = min
+					path := filepath.Join(dir, fmt.Sprintf("t%d.dets", i))
+					rpWriteFile(t, path, img)
+					before := repairSplitBuilds.Load()
+					var calls []int64 // unsynchronized: -race finds calls from two goroutines
+					st, err := Repair(path, Options{}, func(p RepairProgress) { calls = append(calls, p.Objects) })
+					if err != nil {
+						t.Fatalf("repair (parallelBuildMin %d): %v", min, err)
+					}
+					// 300 objects make a table of one segment, which
+					// cannot be divided.
+					if split := repairSplitBuilds.Load() > before; split != (min == 0 && n > 1000) {
+						t.Fatalf("parallelBuildMin %d, %d objects: build split %v", min, n, split)
+					}
+					if len(calls) == 0 {
+						t.Fatal("no progress reported")
+					}
+					stats[i] = st
+					got[i] = rpReopenClean(t, path)
+					rpNoTemps(t, dir)
+				}
+				if want := m.sorted(); !slices.Equal(got[0], want) || !slices.Equal(got[1], want) {
+					t.Fatalf("repaired tables hold %d and %d objects, model %d", len(got[0]), len(got[1]), len(want))
+				}
+				if stats[0] != stats[1] {
+					t.Fatalf("stats differ: one goroutine %+v, two %+v", stats[0], stats[1])
+				}
+			})
+		}
+	}
+}
+
+// TestRepairOrderSplit checks the slot order and its division: the entries
+// come in (slot, offset) order with their lengths and slots, the halves
+// together are the whole order, the boundary is a segment start, and every
+// entry lies on its side of it.
+func TestRepairOrderSplit(t *testing.T) {
+	r := rand.New(rand.NewPCG(rpSeed(t), 22))
+	for _, tc := range []struct{ entries, slots int }{{1, 256}, {10, 256}, {1000, 256}, {1000, 4096}, {50000, 65536}, {3, 65536}} {
+		// A fake file: entry i's object is n bytes at off, framed by
+		// <<4+n:32>> just before it.
+		var data []byte
+		es := make([]repairEntry, tc.entries)
+		for i := range es {
+			n := 1 + r.IntN(40)
+			data = be.AppendUint32(data, uint32(4+n))
+			es[i] = repairEntry{off: uint64(len(data)), n: uint32(n), hash: r.Uint32()}
+			data = append(data, make([]byte, n)...)
+		}
+		slot := func(e repairEntry) uint32 { return e.hash % uint32(tc.slots) }
+		want := slices.Clone(es)
+		slices.SortStableFunc(want, func(a, b repairEntry) int { return cmp.Compare(slot(a), slot(b)) })
+		offs, ends, ok := slotOrder(es, slot, uint32(tc.slots))
+		if !ok {
+			t.Fatalf("%+v: no slot order", tc)
+		}
+		whole := &orderIter{data: data, offs: offs, ends: ends, end: len(offs)}
+		its, bounds := whole.split()
+		if len(its) != len(bounds) || bounds[0] != 0 {
+			t.Fatalf("%+v: %d iterators, bounds %v", tc, len(its), bounds)
+		}
+		// One segment cannot be divided; many entries over many
+		// segments must be.
+		if (tc.slots == slotsPerSeg && len(its) != 1) || (tc.slots > slotsPerSeg && tc.entries >= 1000 && len(its) != 2) {
+			t.Fatalf("%+v: %d parts", tc, len(its))
+		}
+		var got []repairEntry
+		for i, it := range its {
+			for {
+				e, s, ok, err := it.next()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					break
+				}
+				if bounds[i]%slotsPerSeg != 0 || s < bounds[i] || (i+1 < len(bounds) && s >= bounds[i+1]) {
+					t.Fatalf("%+v: entry of slot %d in part %d (bounds %v)", tc, s, i, bounds)
+				}
+				e.hash = want[len(got)].hash // the order does not carry hashes
+				if s != slot(e) {
+					t.Fatalf("%+v: entry %d reported in slot %d, is in %d", tc, len(got), s, slot(e))
+				}
+				got = append(got, e)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%+v: the parts do not make up the order", tc)
+		}
+	}
+}
+
+// TestRepairParallelBuildFaults stops a repair whose build runs on two
+// goroutines at each of its mutating steps in turn: the repair must return
+// the fault (not hang or panic), leave the old file or a complete new one,
+// and a second repair must give the model's objects. The layout of a split
+// build depends on timing, so the new file is checked by its contents.
+func TestRepairParallelBuildFaults(t *testing.T) {
+	procs := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
+	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
+	old := parallelBuildMin
+	parallelBuildMin = 0
+	t.Cleanup(func() { parallelBuildMin = old })
+	r := rand.New(rand.NewPCG(rpSeed(t), 23))
+	for _, kind := range rpKinds {
+		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 4000)
+		want := m.sorted()
+		for n := 1; ; n++ {
+			ffs := &rpFaultFS{rpMemFS: newRPMemFS(), n: n}
+			ffs.put("t.dets", img)
+			before := repairSplitBuilds.Load()
+			_, err := Repair("t.dets", Options{FS: ffs}, nil)
+			if err == nil {
+				if repairSplitBuilds.Load() == before {
+					t.Fatalf("%s: the build was not split", kind)
+				}
+				if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
+					t.Fatalf("%s: %d objects, want %d", kind, len(got), len(want))
+				}
+				t.Logf("%s: the repair has %d mutating steps", kind, n-1)
+				break
+			}
+			if !errors.Is(err, errRPFault) {
+				t.Fatalf("%s: fault at step %d: unexpected error %v", kind, n, err)
+			}
+			if now := ffs.get("t.dets"); !bytes.Equal(now, img) {
+				if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
+					t.Fatalf("%s: fault at step %d left a new file with %d objects, want %d", kind, n, len(got), len(want))
+				}
+			}
+			ffs.n = 0
+			if _, err := Repair("t.dets", Options{FS: ffs}, nil); err != nil {
+				t.Fatalf("%s: repair after a fault at step %d: %v", kind, n, err)
+			}
+			if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
+				t.Fatalf("%s: fault at step %d, then repair: %d objects, want %d", kind, n, len(got), len(want))
+			}
+			rpMemNoTemps(t, ffs.rpMemFS, kind.String())
+			if n > 10000 {
+				t.Fatal("repair never finished")
+			}
 		}
 	}
 }

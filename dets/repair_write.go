@@ -1,0 +1,443 @@
+package dets
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// tableWriter lays out a fresh closed table: header, parts at 1336, all
+// segments after them, then the buckets, each in a block of its
+// power-of-two size aligned relative to 1336 (so the buddy base is 1336 and
+// FlBase is 0).
+//
+// Buckets are grouped by size class, so that blocks pack without alignment
+// gaps (OTP groups them too, largest class first): each class below the
+// chunk size fills a chunk of its own, taken from the end of the file when
+// the class's current one is full; a chunk holds whole blocks of any such
+// class, so chunks and larger blocks keep each other aligned. Only the
+// unused tails of the last chunks, and the space after the last block, go
+// into the free lists, decomposed into maximal buddy blocks.
+//
+// The slots are divided among placers, each a contiguous range of whole
+// segments that one goroutine builds in slot order: a placer fills chunks
+// of its own and writes its own segments, and only taking space at the end
+// of the file (a chunk, or a block of its own) is shared. Chunks and
+// segments are assembled in buffers that an asyncWriter writes out, so the
+// file system's copying overlaps with the building.
+type tableWriter struct {
+	f                  File
+	aw                 *asyncWriter
+	kind               Kind
+	keyPos             int
+	m, n, next         uint32
+	minSlots, maxSlots uint32
+	nParts, nSegs      int64
+	bucketsStart       int64
+	chunk              int64 // chunk size, a power of two
+	placers            []*placer
+
+	mu   sync.Mutex // guards pos and free while placers run
+	pos  int64      // next free byte (chunk-aligned once buckets begin)
+	free buddy
+
+	// Totals, set by finish.
+	counters      [numCounters]uint32
+	objects, keys int64
+}
+
+// placer places the buckets of the slots [lo, hi).
+type placer struct {
+	w             *tableWriter
+	hi            uint32
+	lastSlot      int64
+	open          [maxBuddyClass + 1]classChunk
+	big           []byte // a bucket of a block >= chunk, written at the next call
+	bigAt         int64
+	segBuf        []byte // segments segFirst.. (segBatch of them)
+	segFirst      int64
+	segEnd        int64 // the placer's segments end here
+	counters      [numCounters]uint32
+	objects, keys int64
+}
+
+// classChunk is the chunk a size class is filling: buf holds its blocks so
+// far, from file address at.
+type classChunk struct {
+	buf []byte
+	at  int64
+}
+
+const (
+	segBatch     = 64 // segments per write (128 KiB)
+	minChunk     = 4 << 10
+	maxChunk     = 256 << 10
+	chunkSpare   = 4 // chunk buffers in flight beyond one per class and placer
+	chunkPerFile = 64
+)
+
+// chunkFor picks the chunk size for a table rebuilt from a file of size
+// bytes: small tables get small chunks, so the unused chunk tails stay a
+// small part of the file.
+func chunkFor(size int64) int64 {
+	c := int64(minChunk)
+	for c < maxChunk && c*chunkPerFile < size {
+		c <<= 1
+	}
+	return c
+}
+
+// newTableWriter prepares the layout. bounds are the placers' first slots,
+// each a multiple of slotsPerSeg, the first 0 and all below m+n.
+func newTableWriter(f File, kind Kind, keyPos int, m, n, minS, maxS uint32, chunk int64, bounds []uint32) (*tableWriter, error) {
+	next := int64(m) + int64(n)
+	nSegs := next / slotsPerSeg
+	nParts := (nSegs + segsPerPart - 1) / segsPerPart
+	start := int64(baseAddr) + (nParts+nSegs)*segmentSize
+	w := &tableWriter{
+		f: f, kind: kind, keyPos: keyPos, m: m, n: n, next: uint32(next),
+		minSlots: minS, maxSlots: maxS, nParts: nParts, nSegs: nSegs,
+		bucketsStart: start, chunk: chunk,
+	}
+	if len(bounds) == 0 || bounds[0] != 0 {
+		return nil, fmt.Errorf("dets: repair: placer bounds %v do not start at slot 0", bounds)
+	}
+	for i, lo := range bounds {
+		hi := uint32(next)
+		if i+1 < len(bounds) {
+			hi = bounds[i+1]
+		}
+		if lo%slotsPerSeg != 0 || lo >= hi {
+			return nil, fmt.Errorf("dets: repair: placer bounds %v do not divide %d slots", bounds, next)
+		}
+		w.placers = append(w.placers, &placer{w: w, hi: hi, lastSlot: int64(lo) - 1,
+			segFirst: int64(lo) / slotsPerSeg, segEnd: int64(hi) / slotsPerSeg})
+	}
+	w.free.base = baseAddr
+	w.pos = baseAddr + (start-baseAddr+chunk-1)/chunk*chunk
+	w.freeRange(start, w.pos)
+	// One buffer per class that uses chunks (blocks of 1 byte up to
+	// chunk/2) and placer, plus a few in flight, so take never waits for
+	// ever; two segment buffers per placer.
+	np := len(w.placers)
+	w.aw = newAsyncWriter(f, np*log2ceil(chunk)+chunkSpare, int(chunk), 2*np, segBatch*segmentSize)
+	for _, p := range w.placers {
+		p.segBuf = w.aw.take(segStream)[:segBatch*segmentSize]
+		clear(p.segBuf)
+	}
+	return w, nil
+}
+
+func (w *tableWriter) segAddr(j int64) int64 { return baseAddr + (w.nParts+j)*segmentSize }
+
+// flushSegs writes the segment batches that end at or before segment upto.
+func (p *placer) flushSegs(upto int64) error {
+	for p.segFirst+segBatch <= upto {
+		if err := p.w.aw.submit(segStream, p.segBuf, p.w.segAddr(p.segFirst)); err != nil {
+			return err
+		}
+		p.segFirst += segBatch
+		p.segBuf = p.w.aw.take(segStream)[:segBatch*segmentSize]
+		clear(p.segBuf)
+	}
+	return nil
+}
+
+// flushBig queues the large bucket encoded since the last call, if any.
+func (p *placer) flushBig() error {
+	if p.big == nil {
+		return nil
+	}
+	// The caller encoded into p.big's capacity.
+	b := p.big[:cap(p.big)]
+	p.big = nil
+	return p.w.aw.submit(noStream, b, p.bigAt)
+}
+
+// takeSpace reserves n bytes at the end of the file, starting at a multiple
+// of align (relative to the buddy base); the skipped gap is freed.
+func (w *tableWriter) takeSpace(n, align int64) (int64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	a := baseAddr + (w.pos-baseAddr+align-1)/align*align
+	if a+n > allocLimit {
+		return 0, fmt.Errorf("%w: %s", ErrFileTooLarge, "the repaired table does not fit")
+	}
+	w.freeRange(w.pos, a)
+	w.pos = a + n
+	return a, nil
+}
+
+// addBucket places the bucket of slot, size bytes long, and returns the
+// empty slice (with capacity size) to encode it into before the next call.
+func (p *placer) addBucket(slot uint32, size int64, keys, objects int) ([]byte, error) {
+	if int64(slot) <= p.lastSlot || slot >= p.hi {
+		return nil, fmt.Errorf("dets: repair: slot %d out of order", slot)
+	}
+	p.lastSlot = int64(slot)
+	if err := p.flushBig(); err != nil {
+		return nil, err
+	}
+	if err := p.flushSegs(int64(slot) / slotsPerSeg); err != nil {
+		return nil, err
+	}
+	w := p.w
+	block := pow2ceil(size)
+	var a int64
+	var dst []byte
+	if block >= w.chunk {
+		// A block of its own; the end of the file is chunk-aligned, so
+		// any gap before it is whole chunks.
+		var err error
+		if a, err = w.takeSpace(block, block); err != nil {
+			return nil, err
+		}
+		p.big, p.bigAt = make([]byte, 0, size), a
+		dst = p.big
+	} else {
+		ch := &p.open[buddyClass(size)]
+		if ch.buf != nil && int64(len(ch.buf))+block > w.chunk {
+			if err := w.aw.submit(bucketStream, ch.buf, ch.at); err != nil {
+				return nil, err
+			}
+			ch.buf = nil
+		}
+		if ch.buf == nil {
+			at, err := w.takeSpace(w.chunk, w.chunk)
+			if err != nil {
+				return nil, err
+			}
+			ch.buf, ch.at = w.aw.take(bucketStream), at
+		}
+		at := int64(len(ch.buf))
+		a = ch.at + at
+		if a+block > allocLimit {
+			return nil, fmt.Errorf("%w: %s", ErrFileTooLarge, "the repaired table does not fit")
+		}
+		ch.buf = ch.buf[:at+block]
+		clear(ch.buf[at+size:])
+		dst = ch.buf[at : at : at+size]
+	}
+	p.counters[counterIndex(size)]++
+	e := p.segBuf[(int64(slot)/slotsPerSeg-p.segFirst)*segmentSize+int64(slot%slotsPerSeg)*slotEntrySize:]
+	be.PutUint32(e, uint32(size))
+	be.PutUint32(e[4:], uint32(a))
+	p.objects += int64(objects)
+	p.keys += int64(keys)
+	return dst, nil
+}
+
+// finish queues the placer's remaining segments and large bucket.
+func (p *placer) finish() error {
+	err := p.flushSegs(p.segEnd)
+	if err == nil && p.segFirst < p.segEnd {
+		err = p.w.aw.submit(segStream, p.segBuf[:(p.segEnd-p.segFirst)*segmentSize], p.w.segAddr(p.segFirst))
+	}
+	if err == nil {
+		err = p.flushBig()
+	}
+	return err
+}
+
+// flushChunks queues the partly filled chunks and frees their unused
+// tails; the chunk at the end of the file is cut short instead.
+func (w *tableWriter) flushChunks() error {
+	var err error
+	for _, p := range w.placers {
+		for c := maxBuddyClass; c >= 1; c-- {
+			ch := &p.open[c]
+			if ch.buf == nil {
+				continue
+			}
+			used := ch.at + int64(len(ch.buf))
+			if err == nil {
+				err = w.aw.submit(bucketStream, ch.buf, ch.at)
+			}
+			ch.buf = nil
+			if ch.at+w.chunk == w.pos {
+				w.pos = used
+			} else {
+				w.freeRange(used, ch.at+w.chunk)
+			}
+		}
+	}
+	return err
+}
+
+// freeRange adds [a, b) to the free lists as maximal aligned buddy blocks.
+func (w *tableWriter) freeRange(a, b int64) {
+	for a < b {
+		sz := int64(1) << (maxBuddyClass - 1)
+		for (a-baseAddr)%sz != 0 || a+sz > b {
+			sz >>= 1
+		}
+		c := buddyClass(sz)
+		w.free.free[c] = append(w.free.free[c], uint32(a))
+		a += sz
+	}
+}
+
+// abort stops the background writes of a failed build.
+func (w *tableWriter) abort() { w.aw.close() }
+
+// finish writes the remaining segments, the parts, the free lists, the
+// trailer and the header. The placers must be done.
+func (w *tableWriter) finish() error {
+	var err error
+	for _, p := range w.placers {
+		if err == nil {
+			err = p.finish()
+		}
+		for i, c := range p.counters {
+			w.counters[i] += c
+		}
+		w.objects += p.objects
+		w.keys += p.keys
+	}
+	if err == nil {
+		err = w.flushChunks()
+	}
+	if cerr := w.aw.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	w.freeRange(w.pos, baseAddr+1<<31)
+	// The chunk tails were freed out of address order.
+	for c := range w.free.free {
+		slices.Sort(w.free.free[c])
+	}
+	// Parts.
+	part := make([]byte, w.nParts*partSize)
+	for i := int64(0); i < w.nSegs; i++ {
+		be.PutUint32(part[4*i:], uint32(w.segAddr(i)))
+	}
+	if _, err := w.f.WriteAt(part, baseAddr); err != nil {
+		return err
+	}
+	// Free lists and trailer at EOF.
+	flp := w.pos
+	fl := w.free.appendFreeLists(nil)
+	fl = be.AppendUint32(fl, uint32(flp+int64(len(fl))+trailerSize))
+	if _, err := w.f.WriteAt(fl, flp); err != nil {
+		return err
+	}
+	// Header, reserved bytes and part table.
+	hb := make([]byte, baseAddr)
+	h := header{
+		freelistsPtr: uint32(flp), closed: closedProperly, typ: uint32(w.kind),
+		m: w.m, next: w.next, n: w.n, keyPos: uint32(w.keyPos),
+		noObjects: uint32(w.objects), noKeys: uint32(w.keys),
+		minSlots: w.minSlots, maxSlots: w.maxSlots, hashMethod: hashPhash2,
+		counters: w.counters, hasMD5: true,
+	}
+	h.encode(hb)
+	for i := int64(0); i < w.nParts; i++ {
+		be.PutUint32(hb[partTableOff+4*i:], uint32(baseAddr+i*partSize))
+	}
+	_, err = w.f.WriteAt(hb, 0)
+	return err
+}
+
+// The asyncWriter's buffer streams.
+const (
+	bucketStream = iota
+	segStream
+	numStreams
+	noStream = -1 // a buffer of its own, dropped once written
+)
+
+// asyncWriter writes buffers at offsets on a goroutine of its own. Each
+// stream makes buffers as needed up to a limit, then take blocks until one
+// is back from the writer, so the memory in flight is bounded. take and
+// submit may be called from several goroutines; close from one, once they
+// are done.
+type asyncWriter struct {
+	f      File
+	jobs   chan writeJob
+	free   [numStreams]chan []byte // capacity: the stream's buffer limit
+	mu     sync.Mutex              // guards made
+	made   [numStreams]int         // buffers made so far
+	size   [numStreams]int         // their capacity
+	done   chan struct{}
+	err    error // set by the goroutine before failed; read after failed or done
+	failed atomic.Bool
+	closed bool
+}
+
+type writeJob struct {
+	b      []byte
+	off    int64
+	stream int
+}
+
+func newAsyncWriter(f File, nBuf, bufSize, nSeg, segSize int) *asyncWriter {
+	aw := &asyncWriter{f: f, jobs: make(chan writeJob, nBuf+nSeg), done: make(chan struct{})}
+	aw.free[bucketStream] = make(chan []byte, nBuf)
+	aw.free[segStream] = make(chan []byte, nSeg)
+	aw.size = [numStreams]int{bufSize, segSize}
+	go aw.loop()
+	return aw
+}
+
+func (aw *asyncWriter) loop() {
+	defer close(aw.done)
+	for j := range aw.jobs {
+		if !aw.failed.Load() {
+			if _, err := aw.f.WriteAt(j.b, j.off); err != nil {
+				aw.err = err
+				aw.failed.Store(true)
+			}
+			startWriteback(aw.f, j.off, int64(len(j.b)))
+		}
+		if j.stream != noStream {
+			aw.free[j.stream] <- j.b[:0]
+		}
+	}
+}
+
+// take returns an empty buffer of stream s, making one while the stream
+// has fewer than its limit.
+func (aw *asyncWriter) take(s int) []byte {
+	select {
+	case b := <-aw.free[s]:
+		return b
+	default:
+	}
+	aw.mu.Lock()
+	mk := aw.made[s] < cap(aw.free[s])
+	if mk {
+		aw.made[s]++
+	}
+	aw.mu.Unlock()
+	if mk {
+		return make([]byte, 0, aw.size[s])
+	}
+	return <-aw.free[s]
+}
+
+// submit queues b for writing at off; b belongs to the writer until a later
+// take returns it. After a write failed it queues nothing and returns that
+// failure.
+func (aw *asyncWriter) submit(s int, b []byte, off int64) error {
+	if aw.failed.Load() {
+		if s != noStream {
+			aw.free[s] <- b[:0]
+		}
+		return aw.err
+	}
+	aw.jobs <- writeJob{b: b, off: off, stream: s}
+	return nil
+}
+
+// close waits for the queued writes and returns the first error.
+func (aw *asyncWriter) close() error {
+	if !aw.closed {
+		aw.closed = true
+		close(aw.jobs)
+	}
+	<-aw.done
+	return aw.err
+}
