@@ -594,34 +594,47 @@ func TestRepairCrashSafety(t *testing.T) {
 			t.Fatal(err)
 		}
 		repaired := clean.get("t.dets")
-		for n := 1; ; n++ {
-			ffs := &rpFaultFS{rpMemFS: newRPMemFS(), n: n}
-			ffs.put("t.dets", img)
-			_, err := Repair("t.dets", Options{FS: ffs}, nil)
-			if err == nil {
-				if !bytes.Equal(ffs.get("t.dets"), repaired) {
-					t.Fatalf("%s: the repair is not deterministic", kind)
-				}
-				t.Logf("%s: the repair has %d mutating steps", kind, n-1)
-				break
+		rpEachFault(t, kind, img, want, func(ffs *rpFaultFS) {
+			if !bytes.Equal(ffs.get("t.dets"), repaired) {
+				t.Fatalf("%s: the repair is not deterministic", kind)
 			}
-			if !errors.Is(err, errRPFault) {
-				t.Fatalf("%s: fault at step %d: unexpected error %v", kind, n, err)
-			}
+		}, func(ffs *rpFaultFS, n int) {
 			if now := ffs.get("t.dets"); !bytes.Equal(now, img) && !bytes.Equal(now, repaired) {
 				t.Fatalf("%s: fault at step %d left a file that is neither the old nor the new one", kind, n)
 			}
-			ffs.n = 0
-			if _, err := Repair("t.dets", Options{FS: ffs}, nil); err != nil {
-				t.Fatalf("%s: repair after a fault at step %d: %v", kind, n, err)
-			}
-			if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
-				t.Fatalf("%s: fault at step %d, then repair: %d objects, want %d", kind, n, len(got), len(want))
-			}
-			rpMemNoTemps(t, ffs.rpMemFS, kind.String())
-			if n > 10000 {
-				t.Fatal("repair never finished")
-			}
+		})
+	}
+}
+
+// rpEachFault repairs img stopped at its n-th mutating step, for n = 1, 2,
+// ... until a repair runs to its end, which finished checks. Each stopped
+// repair must return the fault and leave a file that left accepts; a
+// second repair must then give want and leave no temporary file.
+func rpEachFault(t *testing.T, kind Kind, img []byte, want []string, finished func(*rpFaultFS), left func(*rpFaultFS, int)) {
+	t.Helper()
+	for n := 1; ; n++ {
+		ffs := &rpFaultFS{rpMemFS: newRPMemFS(), n: n}
+		ffs.put("t.dets", img)
+		_, err := Repair("t.dets", Options{FS: ffs}, nil)
+		if err == nil {
+			finished(ffs)
+			t.Logf("%s: the repair has %d mutating steps", kind, n-1)
+			return
+		}
+		if !errors.Is(err, errRPFault) {
+			t.Fatalf("%s: fault at step %d: unexpected error %v", kind, n, err)
+		}
+		left(ffs, n)
+		ffs.n = 0
+		if _, err := Repair("t.dets", Options{FS: ffs}, nil); err != nil {
+			t.Fatalf("%s: repair after a fault at step %d: %v", kind, n, err)
+		}
+		if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
+			t.Fatalf("%s: fault at step %d, then repair: %d objects, want %d", kind, n, len(got), len(want))
+		}
+		rpMemNoTemps(t, ffs.rpMemFS, kind.String())
+		if n > 10000 {
+			t.Fatal("repair never finished")
 		}
 	}
 }

@@ -587,40 +587,22 @@ func TestRepairParallelBuildFaults(t *testing.T) {
 	for _, kind := range rpKinds {
 		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 4000)
 		want := m.sorted()
-		for n := 1; ; n++ {
-			ffs := &rpFaultFS{rpMemFS: newRPMemFS(), n: n}
-			ffs.put("t.dets", img)
-			before := repairSplitBuilds.Load()
-			_, err := Repair("t.dets", Options{FS: ffs}, nil)
-			if err == nil {
-				if repairSplitBuilds.Load() == before {
-					t.Fatalf("%s: the build was not split", kind)
-				}
-				if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
-					t.Fatalf("%s: %d objects, want %d", kind, len(got), len(want))
-				}
-				t.Logf("%s: the repair has %d mutating steps", kind, n-1)
-				break
+		before := repairSplitBuilds.Load()
+		split := newRPMemFS()
+		split.put("t.dets", img)
+		if _, err := Repair("t.dets", Options{FS: split}, nil); err != nil || repairSplitBuilds.Load() == before {
+			t.Fatalf("%s: the build was not split (err %v)", kind, err)
+		}
+		rpEachFault(t, kind, img, want, func(ffs *rpFaultFS) {
+			if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
+				t.Fatalf("%s: %d objects, want %d", kind, len(got), len(want))
 			}
-			if !errors.Is(err, errRPFault) {
-				t.Fatalf("%s: fault at step %d: unexpected error %v", kind, n, err)
-			}
+		}, func(ffs *rpFaultFS, n int) {
 			if now := ffs.get("t.dets"); !bytes.Equal(now, img) {
 				if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
 					t.Fatalf("%s: fault at step %d left a new file with %d objects, want %d", kind, n, len(got), len(want))
 				}
 			}
-			ffs.n = 0
-			if _, err := Repair("t.dets", Options{FS: ffs}, nil); err != nil {
-				t.Fatalf("%s: repair after a fault at step %d: %v", kind, n, err)
-			}
-			if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
-				t.Fatalf("%s: fault at step %d, then repair: %d objects, want %d", kind, n, len(got), len(want))
-			}
-			rpMemNoTemps(t, ffs.rpMemFS, kind.String())
-			if n > 10000 {
-				t.Fatal("repair never finished")
-			}
-		}
+		})
 	}
 }
