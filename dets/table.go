@@ -75,8 +75,8 @@ func Open(path string, opts Options) (*Table, error) {
 
 // OpenFile is Open for a table file the caller has already opened: read
 // and write, or read-only with opts.ReadOnly. It saves the open of a path
-// a caller has just resolved and checked (package exclusive does, under
-// its lock). The table owns f from then on and closes it, also when
+// a caller has just resolved and checked (OpenDescriptor saves more, for a
+// bare descriptor). The table owns f from then on and closes it, also when
 // OpenFile fails; f.Name() is its path, used for messages and by a repair,
 // which replaces the file and opens the new one by that path. opts.FS is
 // not used for f itself.
