@@ -1,13 +1,17 @@
 package dets
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/internal/crashfs"
+	"github.com/godets/godets/internal/otptest"
 )
 
 // TestCompactTailFixedPoint: after a close, the top bucket has no free
@@ -136,4 +140,69 @@ func TestCompactTailCrash(t *testing.T) {
 func withoutTailCompaction(t *testing.T) {
 	tailCompaction = false
 	t.Cleanup(func() { tailCompaction = true })
+}
+
+// TestCompactTailAgainstOTPSize: the same inserts, overwrites and deletes
+// give a file no larger than OTP's (interop), and smaller than without the
+// compacting save.
+func TestCompactTailAgainstOTPSize(t *testing.T) {
+	r := otptest.Erl(t)
+	rng := rand.New(rand.NewPCG(uint64(testSeed(t)), 3))
+	for _, kind := range []Kind{Set, Bag} {
+		dir := t.TempDir()
+		var ops etf.List
+		for i := range 3000 {
+			ops = append(ops, etf.Tuple{etf.Atom("i"), rpObj(i%1000, rng.IntN(5), rng.IntN(200))})
+		}
+		for k := 0; k < 1000; k += 3 {
+			ops = append(ops, etf.Tuple{etf.Atom("d"), etf.Int(k)})
+		}
+		goSize := func(name string) int64 {
+			path := filepath.Join(dir, name)
+			tab := mustOpen(t, path, Options{Kind: kind})
+			for _, op := range ops {
+				var err error
+				if o := op.(etf.Tuple); o[0] == etf.Atom("i") {
+					err = tab.Insert(o[1])
+				} else {
+					err = tab.Delete(o[1])
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tab.Close(); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fi.Size()
+		}
+		compacted := goSize("go.dets")
+		withoutTailCompaction(t)
+		plain := goSize("plain.dets")
+		tailCompaction = true // for the next kind; the cleanup restores it too
+
+		enc, err := etf.Encode(ops)
+		if err != nil {
+			t.Fatal(err)
+		}
+		otpPath := filepath.Join(dir, "otp.dets")
+		out := r.Eval(t, `
+[OpsB, F, KindB] = In,
+{ok, T} = dets:open_file(make_ref(), [{file, binary_to_list(F)}, {type, binary_to_atom(KindB, latin1)}]),
+lists:foreach(fun({i, O}) -> ok = dets:insert(T, O); ({d, K}) -> ok = dets:delete(T, K) end, binary_to_term(OpsB)),
+ok = dets:close(T),
+[<<(filelib:file_size(binary_to_list(F))):64>>]`, enc, []byte(otpPath), []byte(kind.String()))
+		otpSize := int64(binary.BigEndian.Uint64(out[0]))
+		t.Logf("%s: godets %d bytes (%d without compaction), OTP %d bytes", kind, compacted, plain, otpSize)
+		if compacted > otpSize {
+			t.Errorf("%s: godets's file has %d bytes, OTP's %d", kind, compacted, otpSize)
+		}
+		if compacted >= plain {
+			t.Errorf("%s: the compacting save left %d bytes, %d without it", kind, compacted, plain)
+		}
+	}
 }
