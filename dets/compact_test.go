@@ -206,3 +206,88 @@ ok = dets:close(T),
 		}
 	}
 }
+
+// TestCompactTailMovesSegment: a segment at the top of the data moves down
+// into a hole (its part is repointed), and the table stays intact, for
+// godets and for OTP (interop). The
+// allocator is steered so that growth puts the new segment on top.
+func TestCompactTailMovesSegment(t *testing.T) {
+	path := tmpFile(t, "seg.dets")
+	tab := mustOpen(t, path, Options{})
+	obj := func(i, pad int) etf.Term { return tup(etf.Int(i), etf.Binary(make([]byte, pad))) }
+	for i := range 250 {
+		if err := tab.Insert(obj(i, 3000)); err != nil { // 4 KiB blocks
+			t.Fatal(err)
+		}
+	}
+	for i := range 10 { // holes of 4 KiB below the top
+		if err := tab.Delete(etf.Int(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Hold every free block below the top, so that the next segment
+	// comes from the top.
+	top, ok := tab.bud.topRunStart()
+	if !ok {
+		t.Fatal("no free run at the top")
+	}
+	type held struct {
+		class int
+		a     int64
+	}
+	var hold []held
+	for c := 1; c <= maxBuddyClass; c++ {
+		for len(tab.bud.free[c]) > 0 && int64(tab.bud.free[c][0]) < top {
+			hold = append(hold, held{c, int64(tab.bud.free[c][0])})
+			tab.bud.free[c] = tab.bud.free[c][1:]
+		}
+	}
+	if len(hold) == 0 {
+		t.Fatal("no holes below the top")
+	}
+	tab.mu.Lock()
+	err := tab.grow() // a second segment, as the next inserts would add
+	tab.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tab.segs) != 2 {
+		t.Fatalf("%d segments, want 2", len(tab.segs))
+	}
+	seg := int64(tab.segs[1])
+	if seg < top {
+		t.Fatalf("the new segment is at %d, below the old top %d", seg, top)
+	}
+	for _, h := range hold {
+		tab.bud.release(h.a, h.class)
+	}
+	for i := 250; i < 300; i++ {
+		if err := tab.Insert(obj(i, 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tab.freedSinceSave += 1000 // whatever the writes freed
+	if err := tab.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if int64(tab.segs[1]) >= seg {
+		t.Fatalf("the top segment stayed at %d (moved %d blocks)", seg, tab.moved)
+	}
+	ro := openT(t, path, Options{ReadOnly: true})
+	for i := range 300 {
+		objs, err := ro.Lookup(etf.Int(i))
+		want := 1
+		if i < 10 {
+			want = 0
+		}
+		if err != nil || len(objs) != want || want == 1 && !etf.Equal(objs[0], obj(i, map[bool]int{true: 3000, false: 10}[i < 250])) {
+			t.Fatalf("key %d after the move: %d objects, err %v", i, len(objs), err)
+		}
+	}
+	mustCheck(t, ro)
+	want := rpContents(t, ro)
+	out := otptest.Erl(t).Eval(t, otpReadBack, []byte("set"), []byte(path), []byte(path))
+	if got := rpOTPObjects(t, out[1]); !slices.Equal(got, want) {
+		t.Errorf("OTP reads %d objects with {repair,false}, godets %d", len(got), len(want))
+	}
+}
