@@ -20,10 +20,10 @@ package dets
 // makes one object of each pair, but a duplicate_bag keeps both, so
 // duplicate_bag tables are not compacted. For the others a crash at any
 // step leaves a file that repair completes with the same objects, and the
-// save's fsync orders every move before the closed header. Each save makes at most as
-// many moves as buckets were freed since the previous save, so a save
-// repays the holes its own writes made and never more: a session that
-// inserts one object moves at most one bucket.
+// save's fsync orders every move before the closed header. Each save makes
+// at most as many moves as buckets were freed since the previous save, so
+// a save repays the holes its own writes made and never more: a session
+// that inserts one object moves at most one bucket.
 //
 // The top bucket is found from the free lists: everything from the start of
 // the highest run of free blocks up to the 2 GiB limit is free, so the
@@ -70,6 +70,9 @@ func (t *Table) compactTail() error {
 			return err
 		}
 		budget--
+	}
+	if end, ok := t.bud.topRunStart(); ok {
+		t.lowerEnd(end) // out of budget: nothing lies above the top block
 	}
 	return nil
 }
