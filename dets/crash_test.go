@@ -89,6 +89,9 @@ func (o ckOp) String() string {
 // ckDeleteAll adds delete_all_objects to the generated workloads.
 var ckDeleteAll = true
 
+// ckDurability is the Durability of the tables ckRun opens.
+var ckDurability = Ordered
+
 // ckGen makes a workload of n steps: mostly single inserts and deletes on
 // a small key space (so buckets are rewritten, moved and freed), batches
 // that grow the table across segments, values crossing 512-byte sectors,
@@ -164,7 +167,7 @@ func ckRun(t testing.TB, cfs *crashfs.FS, kind Kind, ops []ckOp) (steps []ckStep
 		return ckStep{op: op, start: start, end: cfs.Ops(), pre: pre, post: tr.Cur.Clone(), savedBefore: saved, isSave: save, ever: ever}
 	}
 	start := cfs.Ops()
-	tab, err := Open(ckPath, Options{Kind: kind, FS: fsys})
+	tab, err := Open(ckPath, Options{Kind: kind, FS: fsys, Durability: ckDurability})
 	steps = append(steps, snapshot(ckOp{what: "create"}, start, tr.Cur.Clone(), tr.Synced, false))
 	if err != nil {
 		return steps, nil, 0, err
@@ -201,7 +204,7 @@ func ckRun(t testing.TB, cfs *crashfs.FS, kind Kind, ops []ckOp) (steps []ckStep
 			save = true
 			if err = tab.Close(); err == nil {
 				tr.Acked()
-				tab, err = Open(ckPath, Options{Kind: kind, FS: fsys})
+				tab, err = Open(ckPath, Options{Kind: kind, FS: fsys, Durability: ckDurability})
 			} else {
 				tab = nil
 			}
@@ -475,7 +478,18 @@ func ckPoints(log []crashfs.Record, r *rand.Rand, nRand int) []int {
 // TestCrashImages is C3: for each kind and several seeds, a workload of up
 // to 40 steps, crash images at every persistence point and at random
 // points, in every crashfs mode.
-func TestCrashImages(t *testing.T) {
+func TestCrashImages(t *testing.T) { ckCrashImagesFor(t, crashfs.Modes) }
+
+// TestCrashImagesLikeOTP is TestCrashImages for Durability LikeOTP, whose
+// guarantee covers a killed process (every written byte survives) and not
+// a power loss.
+func TestCrashImagesLikeOTP(t *testing.T) {
+	ckDurability = LikeOTP
+	t.Cleanup(func() { ckDurability = Ordered })
+	ckCrashImagesFor(t, []crashfs.Mode{crashfs.AllWritten})
+}
+
+func ckCrashImagesFor(t *testing.T, modes []crashfs.Mode) {
 	seed := uint64(testSeed(t))
 	seeds := 24
 	if testing.Short() {
@@ -483,7 +497,7 @@ func TestCrashImages(t *testing.T) {
 	}
 	for _, kind := range rpKinds {
 		t.Run(kind.String(), func(t *testing.T) {
-			st := make([]ckStats, len(crashfs.Modes))
+			st := make([]ckStats, len(modes))
 			for si := range seeds {
 				r := rand.New(rand.NewPCG(seed, uint64(si)<<8|uint64(kind)))
 				ops := ckGen(r, 10+r.IntN(30), si%2 == 0)
@@ -495,13 +509,13 @@ func TestCrashImages(t *testing.T) {
 				tab.Close()
 				log := cfs.Log()
 				for _, k := range ckPoints(log, r, 10) {
-					for mi, mode := range crashfs.Modes {
+					for mi, mode := range modes {
 						what := fmt.Sprintf("seed %d/%d crash after op %d of %d (%s)", seed, si, k, len(log), mode)
 						ckImage(t, cfs.Image(k, mode, r), steps, k, mode, &st[mi], what)
 					}
 				}
 			}
-			for mi, mode := range crashfs.Modes {
+			for mi, mode := range modes {
 				s := st[mi]
 				t.Logf("%s: %d images: %d opened clean, %d repaired, %d too short to be a table; %d lost synced objects, %d torn objects",
 					mode, s.cases, s.clean, s.repaired, s.notDETS, s.lostSynced, s.torn)
@@ -546,5 +560,64 @@ func TestCrashDeleteAllObjectsClean(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestDurabilityFsyncs counts the fsyncs of a write session (open, insert,
+// close) and of open, insert, Sync: LikeOTP drops the one that orders the
+// data before the closed header, and nothing else.
+func TestDurabilityFsyncs(t *testing.T) {
+	syncs := func(log []crashfs.Record) int {
+		n := 0
+		for _, r := range log {
+			if r.Kind == crashfs.OpSync {
+				n++
+			}
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		d           Durability
+		close, sync int
+	}{{Ordered, 2, 3}, {LikeOTP, 1, 2}} {
+		cfs := crashfs.New()
+		fsys := ckFS{cfs}
+		opts := Options{FS: fsys, Durability: tc.d}
+		tab, err := Open(ckPath, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tab.Close(); err != nil {
+			t.Fatal(err)
+		}
+		step := func(what string, want int, end func(*Table) error, i int) {
+			t.Helper()
+			from := len(cfs.Log())
+			tab, err := Open(ckPath, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tab.Insert(tup(etf.Int(i), etf.Int(i))); err != nil {
+				t.Fatal(err)
+			}
+			if err := end(tab); err != nil {
+				t.Fatal(err)
+			}
+			tab.Close()
+			if got := syncs(cfs.Log()[from:]); got != want {
+				t.Errorf("%s, %s: %d fsyncs, want %d", tc.d, what, got, want)
+			}
+		}
+		step("open, insert, close", tc.close, func(*Table) error { return nil }, 1)
+		step("open, insert, Sync", tc.sync, (*Table).Sync, 2)
+		tab, err = Open(ckPath, Options{FS: fsys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if objs, err := tab.Lookup(etf.Int(2)); err != nil || len(objs) != 1 {
+			t.Fatalf("%s: reopened: %v %v", tc.d, objs, err)
+		}
+		mustCheck(t, tab)
+		tab.Close()
 	}
 }

@@ -67,7 +67,8 @@
 //     makes no mmap call. Sync fsyncs the data, then the closed
 //     header; Close orders the data before the closed header with one fsync
 //     and, like OTP's close, does not fsync the header itself. Close is
-//     idempotent.
+//     idempotent. Durability LikeOTP drops the ordering fsync, as OTP does
+//     (one fsync less per write session, no guarantee after a power loss).
 //   - A live bucket is never rewritten in place, though OTP does so when
 //     the bucket keeps its size class: the new bucket goes to a new block,
 //     the old one is marked FREE, then the slot is repointed. No kill can

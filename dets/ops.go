@@ -588,9 +588,9 @@ func (t *Table) Sync() error {
 
 // Close saves the table as Sync does, but without the final fsync of the
 // closed header (OTP's close does not fsync either): every object is on
-// disk before the header says "closed properly", and after a power loss
-// the file may need a repair that finds them all. Call Sync before Close
-// to make the clean state itself durable. After an I/O or corruption error
+// disk before the header says "closed properly" (unless Durability is
+// LikeOTP), and after a power loss the file may need a repair that finds
+// them all. Call Sync before Close to make the clean state itself durable. After an I/O or corruption error
 // the file is closed without saving, so it will need repair, and that error
 // is returned. Closing a closed table returns nil.
 func (t *Table) Close() error {

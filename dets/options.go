@@ -75,6 +75,37 @@ func (r RepairMode) String() string {
 	return fmt.Sprintf("RepairMode(%d)", uint8(r))
 }
 
+// Durability says what a save (Close, Sync) guarantees against a power
+// loss or an operating-system crash. Against a killed process both modes
+// are safe: every acknowledged write is in the file, and a file caught
+// mid-save needs repair.
+type Durability uint8
+
+const (
+	// Ordered is the zero value: a save fsyncs the data before it writes
+	// the closed header, so no power loss can leave a "closed properly"
+	// header over data that did not reach the disk. A write session (open,
+	// change, close) costs two fsyncs: this one and the one that marks the
+	// file dirty.
+	Ordered Durability = iota
+	// LikeOTP saves as OTP's dets does: Close writes the closed header
+	// without that fsync, and Sync fsyncs once, after it. One fsync less
+	// per write session; after a power loss the file can claim to be
+	// closed over data that never reached the disk, which nothing detects
+	// (otp9 has no checksums).
+	LikeOTP
+)
+
+func (d Durability) String() string {
+	switch d {
+	case Ordered:
+		return "ordered"
+	case LikeOTP:
+		return "like-otp"
+	}
+	return fmt.Sprintf("Durability(%d)", uint8(d))
+}
+
 // Options configure Open.
 type Options struct {
 	// Kind of the table. Zero accepts the file's kind (Set when creating);
@@ -90,6 +121,8 @@ type Options struct {
 	Repair RepairMode
 	// ReadOnly opens without writing; a missing file is an error then.
 	ReadOnly bool
+	// Durability of saves; the zero value, Ordered, is the safe one.
+	Durability Durability
 	// MinSlots and MaxSlots bound the number of hash slots (OTP
 	// min_no_slots and max_no_slots). They are rounded up to powers of two
 	// (at least 256, at most 32Mi). Zero means the defaults, 256 and 32Mi.
@@ -133,6 +166,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: key position %d", ErrInvalidOptions, o.KeyPos)
 	case o.Repair > ForceRepair:
 		return fmt.Errorf("%w: unknown repair mode %d", ErrInvalidOptions, o.Repair)
+	case o.Durability > LikeOTP:
+		return fmt.Errorf("%w: unknown durability %d", ErrInvalidOptions, o.Durability)
 	}
 	_, _, err := o.slotBounds()
 	return err

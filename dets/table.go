@@ -19,7 +19,9 @@ type Table struct {
 	f        File
 	readOnly bool
 	closed   bool
-	err      error // sticky: set by an I/O or corruption error in a write
+
+	durability Durability
+	err        error // sticky: set by an I/O or corruption error in a write
 
 	kind   Kind
 	keyPos int
@@ -133,7 +135,7 @@ func openExisting(fsys FS, path string, f File, opts *Options) (*Table, *repairR
 			return nil, nil, err
 		}
 	}
-	t := &Table{path: path, fsys: fsys, f: f, readOnly: opts.ReadOnly}
+	t := &Table{path: path, fsys: fsys, f: f, readOnly: opts.ReadOnly, durability: opts.Durability}
 	rr, err := t.load(opts)
 	if err != nil || rr != nil {
 		f.Close()
@@ -336,7 +338,7 @@ func create(fsys FS, path string, opts *Options) (*Table, error) {
 	if keyPos == 0 {
 		keyPos = 1
 	}
-	t := &Table{path: path, fsys: fsys, f: f, kind: kind, keyPos: keyPos}
+	t := &Table{path: path, fsys: fsys, f: f, kind: kind, keyPos: keyPos, durability: opts.Durability}
 	if err := t.initFile(lo, hi); err != nil {
 		f.Close()
 		fsys.Remove(path)
@@ -463,10 +465,11 @@ func (t *Table) writeHeader(closed bool, flp uint32) error {
 // save writes the free lists and trailer at the end of the data, fsyncs,
 // then writes a closed header (§6.1 perform_save). The first fsync orders
 // the data before the closed flag, so even a power loss never leaves a
-// "closed properly" header over data that did not reach the disk. With
-// durable set (Sync) a second fsync makes the closed header itself
-// durable; Close skips it, as OTP's close does: after a power loss the file
-// may need repair, which then finds every object Close had written.
+// "closed properly" header over data that did not reach the disk; with
+// Durability LikeOTP it is skipped, as OTP does. With durable set (Sync) a
+// second fsync makes the closed header itself durable; Close skips it, as
+// OTP's close does: after a power loss the file may need repair, which then
+// finds every object Close had written.
 func (t *Table) save(durable bool) error {
 	if err := t.compactTail(); err != nil {
 		return err
@@ -484,8 +487,10 @@ func (t *Table) save(durable bool) error {
 	if err := t.trimExtension(flp + int64(len(buf))); err != nil {
 		return err
 	}
-	if err := t.f.Sync(); err != nil {
-		return err
+	if t.durability == Ordered {
+		if err := t.f.Sync(); err != nil {
+			return err
+		}
 	}
 	if err := t.writeHeader(true, uint32(flp)); err != nil {
 		return err

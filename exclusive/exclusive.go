@@ -47,7 +47,8 @@ type Options struct {
 	// Wait bounds lock contention; the zero value is Immediate.
 	Wait Wait
 	// Table supplies kind, key position, format and the rest of dets.Options
-	// for the open. Repair and ReadOnly above override Table's fields.
+	// for the open (Durability LikeOTP saves one fsync per write session).
+	// Repair and ReadOnly above override Table's fields.
 	Table dets.Options
 
 	hooks *testHooks
