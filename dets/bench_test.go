@@ -171,6 +171,12 @@ func BenchmarkOpen(b *testing.B) {
 // TestHotPathAllocs bounds the allocations of Lookup and of an Insert that
 // replaces an object, so that a regression fails (no timing involved).
 func TestHotPathAllocs(t *testing.T) {
+	if raceEnabled {
+		// Under -race, sync.Pool drops a quarter of what it is given, so
+		// pooled scratch allocates at random (it failed CI once, Member at
+		// 1 allocation); the plain test run covers these counts.
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
 	path := tmpFile(t, "allocs.dets")
 	tab := openT(t, path, Options{})
 	for i := range 1000 {
@@ -201,7 +207,7 @@ func TestHotPathAllocs(t *testing.T) {
 		must(t, tab.Insert(obj))
 	})
 	t.Logf("Insert (replace): %v allocations", n)
-	if n > 1 && !raceEnabled {
+	if n > 1 {
 		t.Errorf("Insert (replace): %v allocations, want <= 1", n)
 	}
 	// A scan decodes its objects into shared chunks: per {Key, Value}
