@@ -74,10 +74,10 @@ var errInconsistent = errors.New("dets: table state left inconsistent")
 func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 	m, n := t.h.m, t.h.n
 	oldSeg := n / slotsPerSeg
-	if _, err := t.entry(n); err != nil { // loads the old segment
+	olds, err := t.segment(oldSeg)
+	if err != nil {
 		return err
 	}
-	olds := t.segCache[oldSeg]
 	news := new([slotsPerSeg]slotEntry)
 	sc := getScratch()
 	defer putScratch(sc)

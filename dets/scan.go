@@ -170,10 +170,10 @@ func (t *Table) scanCollect(st *scanState, from uint32) (uint32, bool, error) {
 	to := from + min(scanSlots, t.h.next-from)
 	ents := slices.Grow(st.ents[:0], int(min(to-from, t.h.noKeys+slotsPerSeg)))
 	for s := from; s < to; {
-		if _, err := t.entry(s); err != nil { // loads the segment
+		seg, err := t.segment(s / slotsPerSeg)
+		if err != nil {
 			return from, false, t.fail(err)
 		}
-		seg := t.segCache[s/slotsPerSeg]
 		for i := s % slotsPerSeg; i < slotsPerSeg && s < to; i, s = i+1, s+1 {
 			if e := seg[i]; e.size != 0 {
 				ents = append(ents, scanPack(s, e))

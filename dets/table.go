@@ -27,13 +27,14 @@ type Table struct {
 	keyPos int
 	h      header // in-memory header; counts and counters are kept exact
 
-	bud      *buddy
-	parts    [numParts]uint32
-	segs     []uint32                  // segment addresses, len = next/256
-	segCache []*[slotsPerSeg]slotEntry // lazily read slot entries
-	fileEnd  int64                     // end of data (EOF while dirty)
-	dirty    bool                      // on-disk flag is "not closed"
-	hdrKeys  uint32                    // noKeys at the last header write
+	bud        *buddy
+	parts      [numParts]uint32
+	segs       []uint32                  // segment addresses, len = next/256
+	segCache   []*[slotsPerSeg]slotEntry // lazily read slot entries
+	entryReads int                       // slot entries read one by one (entry)
+	fileEnd    int64                     // end of data (EOF while dirty)
+	dirty      bool                      // on-disk flag is "not closed"
+	hdrKeys    uint32                    // noKeys at the last header write
 
 	freedSinceSave int // buckets freed since the last save: compactTail's budget
 	moved          int // buckets compactTail moved (for tests)
@@ -184,7 +185,13 @@ func (t *Table) load(opts *Options) (*repairRequest, error) {
 	var tail []byte
 	flp := int64(be.Uint32(hb[offFreelistsPtr:]))
 	if flp >= baseAddr && flp <= size-trailerSize && size-flp <= maxTailRead {
-		tail = make([]byte, size-flp)
+		if size-flp <= headReadSize { // the usual few records: no allocation
+			tp := readBufs.Get().(*[headReadSize]byte)
+			defer readBufs.Put(tp)
+			tail = tp[:size-flp]
+		} else {
+			tail = make([]byte, size-flp)
+		}
 		if err := readFull(t.f, tail, flp); err != nil {
 			return nil, err
 		}
@@ -505,39 +512,66 @@ func (t *Table) save(durable bool) error {
 	return nil
 }
 
-// entry returns the slot entry of slot, reading its segment on first use.
+// entry returns the slot entry of slot. The first few entries a table
+// needs are read on their own (8 bytes, no decoding), so that a short
+// open-lookup-close cycle never reads and decodes a whole segment; after
+// that a segment is read and cached whole on first use.
 func (t *Table) entry(slot uint32) (slotEntry, error) {
 	s := slot / slotsPerSeg
-	seg := t.segCache[s]
-	if seg == nil {
-		hp := readBufs.Get().(*[headReadSize]byte)
-		b := hp[:segmentSize] // decoded at once below
-		if err := readFull(t.f, b, int64(t.segs[s])); err != nil {
-			readBufs.Put(hp)
-			return slotEntry{}, t.ioErr("segment", int64(t.segs[s]), err)
+	if seg := t.segCache[s]; seg != nil {
+		return seg[slot%slotsPerSeg], nil
+	}
+	if t.entryReads < singleEntryReads {
+		t.entryReads++
+		b := t.small[:slotEntrySize]
+		off := int64(t.segs[s]) + slotEntrySize*int64(slot%slotsPerSeg)
+		if err := t.readAt(b, off); err != nil {
+			return slotEntry{}, t.ioErr("segment", off, err)
 		}
-		seg = new([slotsPerSeg]slotEntry)
-		for i := range seg {
-			seg[i] = slotEntry{be.Uint32(b[8*i:]), be.Uint32(b[8*i+4:])}
-		}
-		readBufs.Put(hp)
-		t.segCache[s] = seg
+		return slotEntry{be.Uint32(b), be.Uint32(b[4:])}, nil
+	}
+	seg, err := t.segment(s)
+	if err != nil {
+		return slotEntry{}, err
 	}
 	return seg[slot%slotsPerSeg], nil
 }
 
+// singleEntryReads is how many slot entries a table reads one by one
+// before it caches whole segments.
+const singleEntryReads = 8
+
+// segment returns the decoded slot entries of segment s, reading them on
+// first use.
+func (t *Table) segment(s uint32) (*[slotsPerSeg]slotEntry, error) {
+	if seg := t.segCache[s]; seg != nil {
+		return seg, nil
+	}
+	hp := readBufs.Get().(*[headReadSize]byte)
+	defer readBufs.Put(hp)
+	b := hp[:segmentSize]
+	if err := readFull(t.f, b, int64(t.segs[s])); err != nil {
+		return nil, t.ioErr("segment", int64(t.segs[s]), err)
+	}
+	seg := new([slotsPerSeg]slotEntry)
+	for i := range seg {
+		seg[i] = slotEntry{be.Uint32(b[8*i:]), be.Uint32(b[8*i+4:])}
+	}
+	t.segCache[s] = seg
+	return seg, nil
+}
+
 func (t *Table) setEntry(slot uint32, e slotEntry) error {
 	s := slot / slotsPerSeg
-	if _, err := t.entry(slot); err != nil {
-		return err
-	}
 	b := t.small[:slotEntrySize]
 	be.PutUint32(b, e.size)
 	be.PutUint32(b[4:], e.ptr)
 	if err := t.writeAt(b, int64(t.segs[s])+slotEntrySize*int64(slot%slotsPerSeg)); err != nil {
 		return err
 	}
-	t.segCache[s][slot%slotsPerSeg] = e
+	if seg := t.segCache[s]; seg != nil {
+		seg[slot%slotsPerSeg] = e
+	}
 	return nil
 }
 
