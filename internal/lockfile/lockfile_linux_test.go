@@ -523,6 +523,19 @@ func wantAlias(t *testing.T, err error, kind AliasKind) {
 	}
 }
 
+// wantAliasBeforeFlock acquires data and wants the refusal kind, given
+// before any flock.
+func wantAliasBeforeFlock(t *testing.T, data string, kind AliasKind) {
+	t.Helper()
+	var flocks atomic.Int32
+	h := &Hooks{Flock: func(fd, how int) error { flocks.Add(1); return unix.Flock(fd, how) }}
+	_, err := Acquire(data, Options{Hooks: h})
+	wantAlias(t, err, kind)
+	if flocks.Load() != 0 {
+		t.Fatalf("flock called before the %v refusal", kind)
+	}
+}
+
 // Behaviour 22: a dangling symlink is refused and no sidecar appears.
 func TestDanglingSymlinkRefused(t *testing.T) {
 	dir := t.TempDir()
@@ -556,13 +569,7 @@ func TestHardLinkedDataRefused(t *testing.T) {
 	if err := os.Link(data, filepath.Join(dir, "u.dets")); err != nil {
 		t.Fatal(err)
 	}
-	var flocks atomic.Int32
-	h := &Hooks{Flock: func(fd, how int) error { flocks.Add(1); return unix.Flock(fd, how) }}
-	_, err := Acquire(data, Options{Hooks: h})
-	wantAlias(t, err, HardLinkedData)
-	if flocks.Load() != 0 {
-		t.Fatal("flock called")
-	}
+	wantAliasBeforeFlock(t, data, HardLinkedData)
 }
 
 // Behaviours 25 and 26: symlinked and hard-linked sidecars are refused.

@@ -185,13 +185,7 @@ func TestParkedDataHardLinkedRefused(t *testing.T) {
 	data := newDataFile(t, dir, "t.dets")
 	mustUnlock(t, mustAcquire(t, data, Options{}))
 	mustDo(t, os.Link(data, filepath.Join(dir, "u.dets")))
-	var flocks atomic.Int32
-	h := &Hooks{Flock: func(fd, how int) error { flocks.Add(1); return unix.Flock(fd, how) }}
-	_, err := Acquire(data, Options{Hooks: h})
-	wantAlias(t, err, HardLinkedData)
-	if flocks.Load() != 0 {
-		t.Fatal("flock called")
-	}
+	wantAliasBeforeFlock(t, data, HardLinkedData)
 }
 
 // The filesystem verdict of a parked descriptor is asked again (here the
@@ -442,12 +436,6 @@ func TestParkedMountedOver(t *testing.T) {
 
 	closeParked()
 	mustUnlock(t, mustAcquire(t, data, Options{}))
-	var flocks atomic.Int32
-	h := &Hooks{Flock: func(fd, how int) error { flocks.Add(1); return unix.Flock(fd, how) }}
 	mountOrSkip(t, other, data, "", unix.MS_BIND, "")
-	_, err = Acquire(data, Options{Hooks: h})
-	wantAlias(t, err, MountPoint)
-	if flocks.Load() != 0 {
-		t.Fatal("flock called for a mounted-over data file")
-	}
+	wantAliasBeforeFlock(t, data, MountPoint)
 }
