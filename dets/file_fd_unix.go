@@ -39,33 +39,26 @@ type fdFile struct {
 }
 
 func (f *fdFile) ReadAt(b []byte, off int64) (int, error) {
-	done := 0
-	for done < len(b) {
-		n, err := unix.Pread(f.fd, b[done:], off+int64(done))
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return done, &os.PathError{Op: "read", Path: f.name, Err: err}
-		case n == 0:
-			return done, io.EOF
-		}
-		done += n
-	}
-	return done, nil
+	return f.full("read", unix.Pread, io.EOF, b, off)
 }
 
 func (f *fdFile) WriteAt(b []byte, off int64) (int, error) {
+	return f.full("write", unix.Pwrite, io.ErrShortWrite, b, off)
+}
+
+// full runs call (pread or pwrite) until all of b is done, retrying
+// EINTR; a call that moves nothing gives short.
+func (f *fdFile) full(op string, call func(int, []byte, int64) (int, error), short error, b []byte, off int64) (int, error) {
 	done := 0
 	for done < len(b) {
-		n, err := unix.Pwrite(f.fd, b[done:], off+int64(done))
+		n, err := call(f.fd, b[done:], off+int64(done))
 		switch {
 		case err == unix.EINTR:
 			continue
 		case err != nil:
-			return done, &os.PathError{Op: "write", Path: f.name, Err: err}
+			return done, &os.PathError{Op: op, Path: f.name, Err: err}
 		case n == 0:
-			return done, io.ErrShortWrite
+			return done, short
 		}
 		done += n
 	}
@@ -73,6 +66,19 @@ func (f *fdFile) WriteAt(b []byte, off int64) (int, error) {
 }
 
 func (f *fdFile) Sync() error { return syncFD(f.fd, f.name) }
+
+// syncFD flushes the descriptor's data with the platform's syncCall.
+func syncFD(fd int, name string) error {
+	for {
+		err := syncCall(fd)
+		if err != unix.EINTR {
+			if err != nil {
+				return &os.PathError{Op: syncOp, Path: name, Err: err}
+			}
+			return nil
+		}
+	}
+}
 
 func (f *fdFile) Truncate(size int64) error {
 	for {

@@ -2,20 +2,7 @@
 
 package dets
 
-import (
-	"os"
+import "golang.org/x/sys/unix"
 
-	"golang.org/x/sys/unix"
-)
-
-func syncFD(fd int, name string) error {
-	for {
-		err := unix.Fsync(fd)
-		if err != unix.EINTR {
-			if err != nil {
-				return &os.PathError{Op: "fsync", Path: name, Err: err}
-			}
-			return nil
-		}
-	}
-}
+// syncCall flushes a descriptor's data (no fdatasync here).
+var syncCall, syncOp = unix.Fsync, "fsync"
