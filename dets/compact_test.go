@@ -181,9 +181,11 @@ func TestCompactTailAgainstOTPSize(t *testing.T) {
 			return fi.Size()
 		}
 		compacted := goSize("go.dets")
-		withoutTailCompaction(t)
-		plain := goSize("plain.dets")
-		tailCompaction = true // for the next kind; the cleanup restores it too
+		plain := func() int64 {
+			tailCompaction = false
+			defer func() { tailCompaction = true }()
+			return goSize("plain.dets")
+		}()
 
 		enc, err := etf.Encode(ops)
 		if err != nil {
