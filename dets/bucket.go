@@ -313,18 +313,34 @@ func parseGroups(kind Kind, keyPos int, body []byte) ([]group, *bucketError) {
 func lookupInBody(kind Kind, keyPos int, body []byte, key *keyArg, wantObjs bool) ([]etf.Term, bool, *bucketError) {
 	var out []etf.Term
 	found := false
-	// match reports whether the object enc holds key.
+	// match reports whether the object enc holds key. Only the key is
+	// checked first (TupleElement validates it as a decode would): an
+	// object that does not match is not returned, and the one that does
+	// is checked whole, by its decoding or here.
 	match := func(enc []byte, off int) (bool, *bucketError) {
-		o, e := rawObject(enc, keyPos, off)
-		if e != nil {
-			return false, e
+		g := group{kenc: keySpan(enc, keyPos)}
+		checked := g.kenc == nil
+		if checked {
+			// Compressed (it comes decoded, so g never needs its
+			// objects) or malformed (reported).
+			o, e := rawObject(enc, keyPos, off)
+			if e != nil {
+				return false, e
+			}
+			if g.kenc = o.kenc; o.kenc == nil {
+				g.key, _ = keyOf(o.term, keyPos)
+			}
 		}
-		// A compressed object comes decoded, so g never needs its objects.
-		g := group{kenc: o.kenc}
-		if o.kenc == nil {
-			g.key, _ = keyOf(o.term, keyPos)
+		if cmpGroupKey(&g, key, keyPos) != 0 {
+			return false, nil
 		}
-		return cmpGroupKey(&g, key, keyPos) == 0, nil
+		if !wantObjs && !checked {
+			// Member: the object found is checked, though not decoded.
+			if err := etf.Validate(enc); err != nil {
+				return false, &bucketError{off, "undecodable object: " + err.Error()}
+			}
+		}
+		return true, nil
 	}
 	if kind == Set {
 		e := parseObjects(body, bucketHeaderSize, func(enc []byte, off int) *bucketError {
