@@ -156,14 +156,23 @@ func parseObjects(b []byte, base int, fn func(enc []byte, off int) *bucketError)
 // decodeObject decodes one stored object and extracts its key.
 func decodeObject(enc []byte, keyPos int, off int) (etf.Term, etf.Term, *bucketError) {
 	t, err := decodeTerm(enc)
+	k, e := objectKey(t, err, keyPos, off)
+	if e != nil {
+		return nil, nil, e
+	}
+	return t, k, nil
+}
+
+// objectKey checks the decoding t, err of an object and returns its key.
+func objectKey(t etf.Term, err error, keyPos int, off int) (etf.Term, *bucketError) {
 	if err != nil {
-		return nil, nil, &bucketError{off, "undecodable object: " + err.Error()}
+		return nil, &bucketError{off, "undecodable object: " + err.Error()}
 	}
 	k, ok := keyOf(t, keyPos)
 	if !ok {
-		return nil, nil, &bucketError{off, fmt.Sprintf("object is not a tuple with at least %d elements", keyPos)}
+		return nil, &bucketError{off, fmt.Sprintf("object is not a tuple with at least %d elements", keyPos)}
 	}
-	return t, k, nil
+	return k, nil
 }
 
 // rawObject checks one stored object without decoding it (it must decode,
@@ -353,11 +362,17 @@ func lookupInBody(kind Kind, keyPos int, body []byte, key *keyArg, wantObjs bool
 			}
 			found = true
 			if wantObjs {
-				t, _, e := decodeObject(enc, keyPos, off)
-				if e != nil {
+				// A set's one object: the result slice and the
+				// object can share an allocation.
+				objs, err := decodeOne(enc)
+				var o etf.Term
+				if err == nil {
+					o = objs[0]
+				}
+				if _, e := objectKey(o, err, keyPos, off); e != nil {
 					return e
 				}
-				out = append(out, t)
+				out = objs
 			}
 			return nil
 		})

@@ -62,3 +62,80 @@ func decodeFlat(b []byte) Term {
 	*tup = t
 	return boxAt(tupleTab, unsafe.Pointer(tup))
 }
+
+// DecodeOne is Decode, returning the term as the only element of a new
+// slice, as a lookup returns it. For a pair of binaries of up to
+// onePairMax bytes, the slice's array, the tuple, its headers and the
+// bytes share one allocation instead of three.
+func DecodeOne(b []byte) ([]Term, error) {
+	if one := decodeOnePair(b); one != nil {
+		return one, nil
+	}
+	t, err := Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	return []Term{t}, nil
+}
+
+// onePairN holds a DecodeOne result whose pair has up to N bytes of
+// binaries (and the 5 header bytes between them); the sizes fill the
+// runtime's size classes of 192, 256, 384 and 640 bytes.
+type (
+	onePair64 struct {
+		one  [1]Term
+		p    flat2
+		data [64]byte
+	}
+	onePair128 struct {
+		one  [1]Term
+		p    flat2
+		data [128]byte
+	}
+	onePair256 struct {
+		one  [1]Term
+		p    flat2
+		data [256]byte
+	}
+	onePair512 struct {
+		one  [1]Term
+		p    flat2
+		data [512]byte
+	}
+)
+
+const onePairMax = 512
+
+// decodeOnePair is DecodeOne for <<131, SMALL_TUPLE_EXT, 2, BINARY_EXT,
+// ..., BINARY_EXT, ...>> of up to onePairMax bytes of data, and nil for
+// anything else.
+func decodeOnePair(b []byte) []Term {
+	n, ends, ok := flatShape(b, math.MaxUint32)
+	if !ok || n != 2 || len(b)-flatData > onePairMax {
+		return nil
+	}
+	src := b[flatData:]
+	var one []Term
+	var p *flat2
+	var data []byte
+	switch {
+	case len(src) <= 64:
+		s := new(onePair64)
+		one, p, data = s.one[:], &s.p, s.data[:]
+	case len(src) <= 128:
+		s := new(onePair128)
+		one, p, data = s.one[:], &s.p, s.data[:]
+	case len(src) <= 256:
+		s := new(onePair256)
+		one, p, data = s.one[:], &s.p, s.data[:]
+	default:
+		s := new(onePair512)
+		one, p, data = s.one[:], &s.p, s.data[:]
+	}
+	data = data[:len(src):len(src)]
+	copy(data, src)
+	fillFlat(p.elems[:], p.bins[:], data, &ends)
+	p.tup = p.elems[:]
+	one[0] = boxAt(tupleTab, unsafe.Pointer(&p.tup))
+	return one
+}

@@ -145,3 +145,129 @@ func TestDecodeFlatSurvivesGC(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeOneMatchesDecode: DecodeOne returns Decode's term as a slice
+// of one, with the same values and capacities, or Decode's error, for
+// flat tuples (whole or damaged) and random terms.
+func TestDecodeOneMatchesDecode(t *testing.T) {
+	rng := rand.New(rand.NewSource(testSeed(t)))
+	one := 0
+	for i := range 6000 {
+		var b []byte
+		if i%3 == 0 {
+			var err error
+			if b, err = Encode(randomTerm(rng, 0)); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			b = flatEncoding(rng, 1+rng.Intn(3))
+		}
+		switch rng.Intn(5) {
+		case 0:
+			b = b[:rng.Intn(len(b)+1)]
+		case 1:
+			b[rng.Intn(len(b))] ^= byte(1 << rng.Intn(8))
+		}
+		if decodeOnePair(b) != nil {
+			one++
+		}
+		got, gerr := DecodeOne(b)
+		want, werr := Decode(b)
+		if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
+			t.Fatalf("case %d (% x): errors %v and %v", i, b, gerr, werr)
+		}
+		if gerr != nil {
+			continue
+		}
+		if len(got) != 1 || cap(got) != 1 || !reflect.DeepEqual(got[0], want) {
+			t.Fatalf("case %d (% x): %#v, want [%#v]", i, b, got, want)
+		}
+		if tg, ok := got[0].(Tuple); ok {
+			tw := want.(Tuple)
+			if cap(tg) != cap(tw) {
+				t.Fatalf("case %d: tuple capacity %d, want %d", i, cap(tg), cap(tw))
+			}
+			for j := range tg {
+				if bg, ok := tg[j].(Binary); ok && cap(bg) != cap(tw[j].(Binary)) {
+					t.Fatalf("case %d: binary %d capacity %d, want %d", i, j, cap(bg), cap(tw[j].(Binary)))
+				}
+			}
+		}
+	}
+	if one < 500 {
+		t.Fatalf("only %d of 6000 cases took the one-allocation path", one)
+	}
+}
+
+// TestDecodeOneAllocs: a pair of binaries of up to onePairMax bytes takes
+// one allocation, slice included; a larger one at most Decode's two and
+// the slice.
+func TestDecodeOneAllocs(t *testing.T) {
+	if !boxOK {
+		t.Skip("boxing self-check failed: no fast path on this runtime")
+	}
+	for _, n := range []int{0, 40, 59, 100, 123, 200, 251, 400, 507, 600} {
+		b, err := Encode(Tuple{Binary("key"), Binary(make([]byte, n))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 1.0
+		if len(b)-flatData > onePairMax {
+			want = 3
+		}
+		got := testing.AllocsPerRun(200, func() {
+			if _, err := DecodeOne(b); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if got > want {
+			t.Errorf("value of %d bytes: %.1f allocations, want %.0f", n, got, want)
+		}
+	}
+}
+
+// TestDecodeOneIsolation: results share nothing with the input or each
+// other, a binary cannot grow into its neighbour, and they survive
+// collections while freed memory is refilled.
+func TestDecodeOneIsolation(t *testing.T) {
+	b, _ := Encode(Tuple{Binary("key"), Binary("value")})
+	r1, _ := DecodeOne(b)
+	r2, _ := DecodeOne(b)
+	clear(b)
+	k := r1[0].(Tuple)[0].(Binary)
+	_ = append(k, "XXXXXXXX"...) // past the 5 header bytes, into the value if k could grow
+	r1[0].(Tuple)[1].(Binary)[0] = 'V'
+	if string(r2[0].(Tuple)[1].(Binary)) != "value" || string(r1[0].(Tuple)[1].(Binary)) != "Value" || string(k) != "key" {
+		t.Fatalf("results alias each other or the input: %v %v", r1, r2)
+	}
+
+	keep := map[int][]Term{}
+	for i := range 20000 {
+		b, err := Encode(Tuple{Binary(fmt.Sprint("k", i)), Binary(bytes.Repeat([]byte{byte(i)}, i%300))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := DecodeOne(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%997 == 0 {
+			keep[i] = x
+		}
+		if i%2000 == 0 {
+			runtime.GC()
+			junk := make([][]byte, 500)
+			for j := range junk {
+				junk[j] = bytes.Repeat([]byte{0xEE}, 64)
+			}
+			_ = junk
+		}
+	}
+	runtime.GC()
+	for i, x := range keep {
+		tu := x[0].(Tuple)
+		if len(tu) != 2 || string(tu[0].(Binary)) != fmt.Sprint("k", i) || !bytes.Equal(tu[1].(Binary), bytes.Repeat([]byte{byte(i)}, i%300)) {
+			t.Fatalf("term %d after GC: %v", i, x)
+		}
+	}
+}
