@@ -3,6 +3,7 @@ package etf
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -27,11 +28,19 @@ func fuzzSeeds(f *testing.F) {
 	f.Add(floatExtBytes("1.50000000000000000000e+00"))
 }
 
-// FuzzDecode: Decode never panics, and every failure is a *DecodeError.
+// FuzzDecode: Decode never panics, and every failure is a *DecodeError;
+// DecodeOne gives the same term, as a slice of one, or the same error.
 func FuzzDecode(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		term, err := Decode(b)
+		one, oerr := DecodeOne(b)
+		if (err == nil) != (oerr == nil) || (err != nil && err.Error() != oerr.Error()) {
+			t.Fatalf("Decode error %v, DecodeOne error %v", err, oerr)
+		}
+		if err == nil && (len(one) != 1 || !reflect.DeepEqual(one[0], term)) {
+			t.Fatalf("DecodeOne gave %#v, Decode %#v", one, term)
+		}
 		if err != nil {
 			var de *DecodeError
 			if !errors.As(err, &de) || !errors.Is(err, ErrDecode) {
