@@ -222,6 +222,7 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 			p.progress(RepairProgress{Phase: "write", BytesScanned: size, BytesTotal: size, Objects: o})
 		}
 	}
+	w.planExact(its, bs[0], size)
 	errs := make([]error, len(bs))
 	var wg sync.WaitGroup
 	for i := 1; i < len(bs); i++ {

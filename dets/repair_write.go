@@ -10,12 +10,26 @@ import (
 // tableWriter lays out a fresh closed table: header, parts at 1336, all
 // segments after them, then the buckets, each in a block of its
 // power-of-two size aligned relative to 1336 (so the buddy base is 1336 and
-// FlBase is 0).
+// FlBase is 0):
 //
-// Buckets are grouped by size class, so that blocks pack without alignment
-// gaps (OTP groups them too, largest class first): each class below the
-// chunk size fills a chunk of its own, taken from the end of the file when
-// the class's current one is full; a chunk holds whole blocks of any such
+//	| header | parts | segments | buckets ... | free lists | trailer |
+//	0        1336               start         pos
+//
+// Buckets are laid out in one of two ways.
+//
+// Planned (small tables, see planExact): a first pass over the slots only
+// sizes the buckets; every block is then allocated up front, largest class
+// first, from the lowest free space after the segments (planBlocks).
+// Blocks of one class end up side by side and the smaller classes fill
+// the alignment gaps the larger ones leave, so no holes are left below
+// the data beyond gaps no remaining block fits (OTP's repair also packs
+// classes largest first). The data ends right after the bytes of the top
+// bucket, which is chosen for the most unused bytes in its block.
+//
+// Chunked (large tables, one pass): buckets are grouped by size class, so
+// that blocks pack without alignment gaps: each class below the chunk size
+// fills a chunk of its own, taken from the end of the file when the
+// class's current one is full; a chunk holds whole blocks of any such
 // class, so chunks and larger blocks keep each other aligned. Only the
 // unused tails of the last chunks, and the space after the last block, go
 // into the free lists, decomposed into maximal buddy blocks.
@@ -25,7 +39,8 @@ import (
 // of its own and writes its own segments, and only taking space at the end
 // of the file (a chunk, or a block of its own) is shared. Chunks and
 // segments are assembled in buffers that an asyncWriter writes out, so the
-// file system's copying overlaps with the building.
+// file system's copying overlaps with the building. A planned layout has
+// one placer, whose buffers each cover a run of adjacent blocks of a class.
 type tableWriter struct {
 	f                  File
 	aw                 *asyncWriter
@@ -38,9 +53,10 @@ type tableWriter struct {
 	chunk              int64 // chunk size, a power of two
 	placers            []*placer
 
-	mu   sync.Mutex // guards pos and free while placers run
-	pos  int64      // next free byte (chunk-aligned once buckets begin)
-	free buddy
+	mu      sync.Mutex // guards pos and free while placers run
+	pos     int64      // next free byte (chunk-aligned once buckets begin)
+	free    buddy
+	planned bool // the layout is planned (planExact): free is complete
 
 	// Totals, set by finish.
 	counters      [numCounters]uint32
@@ -60,6 +76,16 @@ type placer struct {
 	segEnd        int64 // the placer's segments end here
 	counters      [numCounters]uint32
 	objects, keys int64
+
+	// plan is the planned layout (nil: chunked); placed counts the
+	// buckets placed per class, and the data ends at topEnd.
+	plan   *blockPlan
+	placed [maxBuddyClass + 1]int64
+	topEnd int64
+	// sizes, in the sizing pass of planExact, collects the buckets'
+	// classes; they are encoded into scratch and dropped.
+	sizes   *classSizes
+	scratch []byte
 }
 
 // classChunk is the chunk a size class is filling: buf holds its blocks so
@@ -131,6 +157,158 @@ func newTableWriter(f File, kind Kind, keyPos int, m, n, minS, maxS uint32, chun
 
 func (w *tableWriter) segAddr(j int64) int64 { return baseAddr + (w.nParts+j)*segmentSize }
 
+// Planned layouts are made for tables below these bounds, where a second
+// pass over the objects costs little. Larger tables keep the one-pass
+// chunked layout (their benchmarks run it unchanged), where the unused
+// chunk tails are a small part of the file.
+const (
+	planMaxEntries = 1 << 16
+	planMaxBytes   = 64 << 20 // of the old file
+)
+
+// planExact switches w to the planned layout when the table is small: it
+// runs b's kind rules over a replay of the only iterator, collecting the
+// buckets' classes, then plans every block. It leaves the chunked layout
+// in place when there are several placers, the table is large, the
+// iterator cannot be replayed, or the pass fails (the real pass then meets
+// the same error). It must run before the placers start.
+func (w *tableWriter) planExact(its []entryIter, b *slotBuilder, oldSize int64) {
+	if len(its) != 1 || len(w.placers) != 1 || oldSize > planMaxBytes {
+		return
+	}
+	it, n, ok := replay(its[0])
+	if !ok || n >= planMaxEntries {
+		return
+	}
+	p := w.placers[0]
+	sp := &placer{w: w, hi: p.hi, lastSlot: p.lastSlot, sizes: new(classSizes)}
+	sb := &slotBuilder{data: b.data, kind: b.kind, keyPos: b.keyPos, w: sp, done: new(atomic.Int64)}
+	if sb.run(it) != nil {
+		return
+	}
+	// Whichever block ends the data is left short: the free lists
+	// start right after its bucket's bytes. So each class in turn offers
+	// its bucket with the most unused bytes for the top, and the plan
+	// with the smallest file wins.
+	cs := sp.sizes
+	var best *blockPlan
+	for c := 1; c <= maxBuddyClass; c++ {
+		if cs.count[c] == 0 {
+			continue
+		}
+		if pl, ok := planBlocks(w.bucketsStart, cs, c); ok && (best == nil || pl.fileEnd < best.fileEnd) {
+			best = pl
+		}
+	}
+	if best == nil {
+		if best, ok = planBlocks(w.bucketsStart, cs, 0); !ok {
+			return
+		}
+	}
+	w.free, w.pos, w.planned = best.free, best.end, true
+	p.plan, p.topEnd = best, best.end
+}
+
+// classSizes is what the sizing pass learns: the buckets per class, and
+// per class the bucket (by its ordinal within the class) with the most
+// unused bytes in its block.
+type classSizes struct {
+	count      [maxBuddyClass + 1]int64
+	roomiest   [maxBuddyClass + 1]int64 // ordinal
+	roomiestSz [maxBuddyClass + 1]int64 // its size
+}
+
+// blockPlan is a planned layout: per class, runs of adjacent blocks for
+// the class's buckets in slot order, except the bucket with ordinal topK
+// of class topC, which goes at topAt.
+type blockPlan struct {
+	runs    [maxBuddyClass + 1][]planRun
+	topC    int
+	topK    int64
+	topAt   int64
+	trim    bool  // the top bucket ends the data
+	end     int64 // the end of the data
+	fileEnd int64 // the end of the file (with free lists and trailer)
+	free    buddy
+}
+
+type planRun struct{ at, n int64 }
+
+// planBlocks allocates the blocks of cs from a buddy allocator holding
+// [start, 2 GiB): largest class first, each run in the smallest free block
+// that fits (lowest address first), as many blocks as it holds. The free
+// blocks then grow with their address, so a class's blocks come out
+// adjacent, and only gaps below start's alignment are left for smaller
+// classes to fill. The roomiest bucket of class topC (if not 0) is
+// allocated last, so that it lands on top.
+func planBlocks(start int64, cs *classSizes, topC int) (*blockPlan, bool) {
+	pl := &blockPlan{topC: topC, topAt: -1, end: start, free: buddy{base: baseAddr}}
+	freeRangeTo(&pl.free, start, baseAddr+1<<31)
+	for c := maxBuddyClass; c >= 1; c-- {
+		k, sz := cs.count[c], blockSize(c)
+		if c == topC {
+			k--
+		}
+		for k > 0 {
+			p := c
+			for p <= maxBuddyClass && len(pl.free.free[p]) == 0 {
+				p++
+			}
+			if p > maxBuddyClass {
+				return nil, false
+			}
+			a := int64(pl.free.free[p][0])
+			n := min(k, blockSize(p)/sz)
+			if a+n*sz > allocLimit {
+				return nil, false
+			}
+			pl.free.free[p] = pl.free.free[p][1:]
+			pl.runs[c] = append(pl.runs[c], planRun{a, n})
+			// The rest of the block goes back as maximal aligned blocks.
+			for lo, hi := a+n*sz, a+blockSize(p); lo < hi; {
+				q := c
+				for (lo-baseAddr)%blockSize(q+1) == 0 && lo+blockSize(q+1) <= hi {
+					q++
+				}
+				pl.free.insert(q, lo)
+				lo += blockSize(q)
+			}
+			pl.end = max(pl.end, a+n*sz)
+			k -= n
+		}
+	}
+	if topC > 0 {
+		a, err := pl.free.alloc(blockSize(topC))
+		if err != nil {
+			return nil, false
+		}
+		pl.topK, pl.topAt = cs.roomiest[topC], a
+		if a+blockSize(topC) > pl.end {
+			pl.end, pl.trim = a+cs.roomiestSz[topC], true
+		}
+	}
+	pl.fileEnd = pl.end + int64(len(pl.free.appendFreeLists(nil))) + trailerSize
+	return pl, true
+}
+
+// replay returns a copy of it, which must not have started, and its entry
+// count.
+func replay(it entryIter) (entryIter, int, bool) {
+	switch x := it.(type) {
+	case *orderIter:
+		if !x.started {
+			c := *x
+			return &c, x.end - x.i, true
+		}
+	case *memIter:
+		if x.i == 0 {
+			c := *x
+			return &c, len(x.es), true
+		}
+	}
+	return nil, 0, false
+}
+
 // flushSegs writes the segment batches that end at or before segment upto.
 func (p *placer) flushSegs(upto int64) error {
 	for p.segFirst+segBatch <= upto {
@@ -176,6 +354,18 @@ func (p *placer) addBucket(slot uint32, size int64, keys, objects int) ([]byte, 
 		return nil, fmt.Errorf("dets: repair: slot %d out of order", slot)
 	}
 	p.lastSlot = int64(slot)
+	if p.sizes != nil {
+		if size > allocLimit {
+			return nil, fmt.Errorf("%w: %s", ErrFileTooLarge, "the repaired table does not fit")
+		}
+		cs, c := p.sizes, buddyClass(size)
+		if k := cs.count[c]; k == 0 || size < cs.roomiestSz[c] {
+			cs.roomiest[c], cs.roomiestSz[c] = k, size
+		}
+		cs.count[c]++
+		p.scratch = slices.Grow(p.scratch[:0], int(size))
+		return p.scratch[:0:size], nil
+	}
 	if err := p.flushBig(); err != nil {
 		return nil, err
 	}
@@ -184,29 +374,59 @@ func (p *placer) addBucket(slot uint32, size int64, keys, objects int) ([]byte, 
 	}
 	w := p.w
 	block := pow2ceil(size)
-	var a int64
+	a, used := int64(-1), block // used: the bytes written at a
+	if pl := p.plan; pl != nil {
+		c := buddyClass(size)
+		if c > maxBuddyClass {
+			return nil, fmt.Errorf("%w: %s", ErrFileTooLarge, "the repaired table does not fit")
+		}
+		k := p.placed[c]
+		p.placed[c]++
+		switch {
+		case c == pl.topC && k == pl.topK:
+			a = pl.topAt
+			if pl.trim {
+				used, p.topEnd = size, a+size
+			}
+		case len(pl.runs[c]) > 0:
+			r := &pl.runs[c][0]
+			a = r.at
+			r.at, r.n = r.at+block, r.n-1
+			if r.n == 0 {
+				pl.runs[c] = pl.runs[c][1:]
+			}
+		default:
+			return nil, fmt.Errorf("dets: repair: slot %d has a bucket of %d bytes that the layout plan lacks", slot, size)
+		}
+	}
 	var dst []byte
 	if block >= w.chunk {
-		// A block of its own; the end of the file is chunk-aligned, so
-		// any gap before it is whole chunks.
-		var err error
-		if a, err = w.takeSpace(block, block); err != nil {
-			return nil, err
+		// A block of its own; unplanned, it goes at the end of the file,
+		// which is chunk-aligned, so any gap before it is whole chunks.
+		if a < 0 {
+			var err error
+			if a, err = w.takeSpace(block, block); err != nil {
+				return nil, err
+			}
 		}
 		p.big, p.bigAt = make([]byte, 0, size), a
 		dst = p.big
 	} else {
 		ch := &p.open[buddyClass(size)]
-		if ch.buf != nil && int64(len(ch.buf))+block > w.chunk {
+		// A planned block extends the buffer only if it is adjacent.
+		if ch.buf != nil && (int64(len(ch.buf))+block > w.chunk || a >= 0 && a != ch.at+int64(len(ch.buf))) {
 			if err := w.aw.submit(bucketStream, ch.buf, ch.at); err != nil {
 				return nil, err
 			}
 			ch.buf = nil
 		}
 		if ch.buf == nil {
-			at, err := w.takeSpace(w.chunk, w.chunk)
-			if err != nil {
-				return nil, err
+			at := a
+			if at < 0 {
+				var err error
+				if at, err = w.takeSpace(w.chunk, w.chunk); err != nil {
+					return nil, err
+				}
 			}
 			ch.buf, ch.at = w.aw.take(bucketStream), at
 		}
@@ -215,7 +435,7 @@ func (p *placer) addBucket(slot uint32, size int64, keys, objects int) ([]byte, 
 		if a+block > allocLimit {
 			return nil, fmt.Errorf("%w: %s", ErrFileTooLarge, "the repaired table does not fit")
 		}
-		ch.buf = ch.buf[:at+block]
+		ch.buf = ch.buf[:at+used]
 		clear(ch.buf[at+size:])
 		dst = ch.buf[at : at : at+size]
 	}
@@ -230,6 +450,13 @@ func (p *placer) addBucket(slot uint32, size int64, keys, objects int) ([]byte, 
 
 // finish queues the placer's remaining segments and large bucket.
 func (p *placer) finish() error {
+	if pl := p.plan; pl != nil {
+		for c, rs := range pl.runs {
+			if len(rs) > 0 || c > 0 && c == pl.topC && p.placed[c] <= pl.topK {
+				return fmt.Errorf("dets: repair: the layout plan has more blocks of %d bytes than the buckets", blockSize(c))
+			}
+		}
+	}
 	err := p.flushSegs(p.segEnd)
 	if err == nil && p.segFirst < p.segEnd {
 		err = p.w.aw.submit(segStream, p.segBuf[:(p.segEnd-p.segFirst)*segmentSize], p.w.segAddr(p.segFirst))
@@ -241,7 +468,8 @@ func (p *placer) finish() error {
 }
 
 // flushChunks queues the partly filled chunks and frees their unused
-// tails; the chunk at the end of the file is cut short instead.
+// tails; the chunk at the end of the file is cut short instead. Planned
+// buffers hold only planned blocks, so nothing is freed.
 func (w *tableWriter) flushChunks() error {
 	var err error
 	for _, p := range w.placers {
@@ -255,6 +483,9 @@ func (w *tableWriter) flushChunks() error {
 				err = w.aw.submit(bucketStream, ch.buf, ch.at)
 			}
 			ch.buf = nil
+			if w.planned {
+				continue
+			}
 			if ch.at+w.chunk == w.pos {
 				w.pos = used
 			} else {
@@ -266,14 +497,18 @@ func (w *tableWriter) flushChunks() error {
 }
 
 // freeRange adds [a, b) to the free lists as maximal aligned buddy blocks.
-func (w *tableWriter) freeRange(a, b int64) {
+func (w *tableWriter) freeRange(a, b int64) { freeRangeTo(&w.free, a, b) }
+
+// freeRangeTo adds [a, b) to bd's free lists (base 1336) as maximal
+// aligned blocks, appended in ascending address order.
+func freeRangeTo(bd *buddy, a, b int64) {
 	for a < b {
 		sz := int64(1) << (maxBuddyClass - 1)
 		for (a-baseAddr)%sz != 0 || a+sz > b {
 			sz >>= 1
 		}
 		c := buddyClass(sz)
-		w.free.free[c] = append(w.free.free[c], uint32(a))
+		bd.free[c] = append(bd.free[c], uint32(a))
 		a += sz
 	}
 }
@@ -304,7 +539,11 @@ func (w *tableWriter) finish() error {
 	if err != nil {
 		return err
 	}
-	w.freeRange(w.pos, baseAddr+1<<31)
+	if w.planned {
+		w.pos = w.placers[0].topEnd
+	} else {
+		w.freeRange(w.pos, baseAddr+1<<31)
+	}
 	// The chunk tails were freed out of address order.
 	for c := range w.free.free {
 		slices.Sort(w.free.free[c])
