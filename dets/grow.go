@@ -78,6 +78,7 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 	if err != nil {
 		return err
 	}
+	t.touchBuckets(olds[:])
 	news := new([slotsPerSeg]slotEntry)
 	sc := getScratch()
 	defer putScratch(sc)

@@ -153,6 +153,12 @@ func (t *Table) unmapFile() {
 // mapCopy copies src to dst, one of which is in the map, reporting false
 // when a page of the map could not be accessed.
 func mapCopy(dst, src []byte) (ok bool) {
+	return mapCopyFunc(func() { copy(dst, src) })
+}
+
+// mapCopyFunc runs fn, which accesses the map, reporting false when a page
+// of the map could not be accessed.
+func mapCopyFunc(fn func()) (ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			if re, isRuntime := r.(runtime.Error); isRuntime && hasAddr(re) {
@@ -164,8 +170,29 @@ func mapCopy(dst, src []byte) (ok bool) {
 	}()
 	old := debug.SetPanicOnFault(true)
 	defer debug.SetPanicOnFault(old)
-	copy(dst, src)
+	fn()
 	return true
+}
+
+// touchBuckets loads one byte per cache line of each bucket of es in the
+// map: a loop of independent loads, whose cache misses overlap, where
+// reading the buckets one after another (as growth does, 256 of them at
+// random places) would wait for each miss in turn. A fault ends it
+// quietly; the reads that follow report it.
+func (t *Table) touchBuckets(es []slotEntry) {
+	if t.mm == nil {
+		return
+	}
+	end := min(t.size, int64(len(t.mm)))
+	var s byte
+	mapCopyFunc(func() {
+		for _, e := range es {
+			for p, stop := int64(e.ptr), min(int64(e.ptr)+int64(e.size), end); p < stop; p += 64 {
+				s += t.mm[p]
+			}
+		}
+	})
+	t.touched += s
 }
 
 // hasAddr reports whether err is a memory fault (it carries the address).

@@ -54,9 +54,10 @@ type Table struct {
 	size       int64        // file size, as our own writes and truncations left it
 	extended   bool         // the file reaches past its data (an extension, or stale free lists)
 
-	small [slotEntrySize]byte // scratch for slot entries and status words, under mu
-	rbuf  []byte              // bucket read buffer, reused under mu
-	wbuf  []byte              // bucket write buffer, reused under mu
+	small   [slotEntrySize]byte // scratch for slot entries and status words, under mu
+	touched byte                // touchBuckets' loads end here, so that they are not dropped
+	rbuf    []byte              // bucket read buffer, reused under mu
+	wbuf    []byte              // bucket write buffer, reused under mu
 }
 
 type slotEntry struct{ size, ptr uint32 }
