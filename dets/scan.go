@@ -3,6 +3,7 @@ package dets
 import (
 	"fmt"
 	"iter"
+	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -14,8 +15,9 @@ import (
 //
 // A table built by single inserts has its buckets scattered over the file,
 // so reading them in slot order costs about one pread per bucket. All
-// instead takes the slots a window at a time: under the lock it collects
-// the window's non-empty slot entries, packed one per uint64 as
+// instead takes the file a window of addresses at a time: under the lock
+// it collects the slot entries that point into the window, packed one per
+// uint64 as
 //
 //	 63               32 31 30     25 24            0
 //	+-------------------+--+---------+--------------+
@@ -25,18 +27,25 @@ import (
 // (class: log2 of the bucket's buddy block, which bounds the bucket even
 // after an in-place rewrite), sorts them by pointer and reads the buckets
 // with few large preads: a bucket starting at most scanGap bytes after the
-// previous one joins its read, up to scanRead bytes. Each read holds the
-// lock and looks at every slot entry again, so a bucket moved since the
-// window was collected is read from where it is now. Decoding and the
-// caller's loop body run without the lock.
+// previous one joins its read, up to scanRead bytes. A window spans about
+// scanWindowKeys buckets' worth of the file, so that its reads cover
+// little besides its own buckets. Each read holds the lock and looks at
+// every slot entry again, so a bucket moved since the window was collected
+// is read from where it is now, and marks its slots visited. A slot is
+// read once: after the address windows, a pass over the slots, scanSlots
+// of them at a time, picks up those not visited (their buckets moved into
+// a window already read, the window was full, or the table grew).
+// Decoding and the caller's loop body run without the lock.
 //
 // Memory is bounded whatever the table size: the packed entries and the
-// sort's scratch take 16 bytes a slot of one window (4 MiB at most), the
-// read buffer scanRead plus the largest bucket of a read.
+// sort's scratch take 16 bytes an entry of one window (at most scanMax
+// of them, 8 MiB), the visited set a bit a slot (4 MiB at the largest
+// table), the read buffer scanRead plus the largest bucket of a read.
 const (
-	scanSlots = 1 << 18   // slots per window
-	scanGap   = 4 << 10   // largest hole one read spans
-	scanRead  = 128 << 10 // bytes one read covers, unless one bucket is larger
+	scanSlots = 1 << 18       // slots per window of the slot pass
+	scanMax   = 2 * scanSlots // entries per window at most
+	scanGap   = 4 << 10       // largest hole one read spans
+	scanRead  = 128 << 10     // bytes one read covers, unless one bucket is larger
 
 	scanSlotBits  = 25 // slot numbers are below maxSlotsLimit = 1<<25
 	scanSlotMask  = 1<<scanSlotBits - 1
@@ -44,6 +53,13 @@ const (
 	scanClassMask = 1<<scanClassBits - 1
 	scanSortDigit = 11 // bits per radix-sort pass (3 passes for 32 bits)
 )
+
+// scanWindowKeys is the number of buckets an address window is sized for,
+// from the table's average bytes per key; scanMax leaves room for a window
+// that holds more. Wider windows would mean fewer passes over the slot
+// entries (one per window), narrower ones less memory. A variable so tests
+// can take several windows of a small table.
+var scanWindowKeys int64 = scanSlots
 
 func scanPack(slot uint32, e slotEntry) uint64 {
 	return uint64(e.ptr)<<32 | uint64(bits.Len32(e.size-1))<<scanSlotBits | uint64(slot)
@@ -60,6 +76,7 @@ func plausibleEntry(e slotEntry, fileEnd int64) bool {
 // scanState is the reusable state of one traversal (see scanPool).
 type scanState struct {
 	ents, tmp []uint64    // the window's packed entries; sort scratch
+	visited   []uint64    // a bit per slot read (or found empty)
 	cur       []slotEntry // the current entries of a stretch
 	buf       []byte      // the current read
 	extra     []byte      // buckets read on their own (moved, or suspect)
@@ -91,12 +108,17 @@ func (st *scanState) release() {
 	if cap(st.extra) > 2*scanRead {
 		st.extra = nil
 	}
+	if cap(st.visited) > 1<<14 { // a table of 1Mi slots
+		st.visited = nil
+	} else {
+		clear(st.visited)
+	}
 	scanPool.Put(st)
 }
 
-// All iterates over every object in file order: the slots a window of
-// 256Ki at a time (one window for most tables), within a window the
-// buckets in address order, within a bucket the keys in key order and each
+// All iterates over every object in file order: the buckets in address
+// order (unless the table changes meanwhile: then the buckets moved behind
+// the scan come last), within a bucket the keys in key order and each
 // key's objects oldest first. Like OTP's foldl, this is not slot order;
 // First, Next and Keys go in slot order.
 //
@@ -111,8 +133,9 @@ func (t *Table) All() iter.Seq2[etf.Term, error] {
 	return func(yield func(etf.Term, error) bool) {
 		st := scanPool.Get().(*scanState)
 		defer st.release()
-		for from := uint32(0); ; {
-			to, done, err := t.scanCollect(st, from)
+		var w scanWindow
+		for {
+			done, err := t.scanCollect(st, &w)
 			if err != nil {
 				yield(nil, err)
 				return
@@ -150,38 +173,76 @@ func (t *Table) All() iter.Seq2[etf.Term, error] {
 				}
 				i = j
 			}
-			from = to
 		}
 	}
 }
 
-// scanCollect puts the non-empty slot entries of the window starting at
-// slot from into st.ents and returns the window's end; done reports that
-// from is past the table's end.
-func (t *Table) scanCollect(st *scanState, from uint32) (uint32, bool, error) {
+// scanWindow is where a traversal is: in the address windows (the file
+// from lo on, width bytes at a time), then in the pass over the slots not
+// visited (from slot from on).
+type scanWindow struct {
+	slots     bool
+	lo, width int64
+	from      uint32
+	full      bool   // a window left entries out: the slot pass must run
+	changes   uint64 // t.changes at the first window
+}
+
+// scanCollect puts the unvisited non-empty slot entries of w's next window
+// into st.ents and moves w past it; done reports the end of the traversal.
+func (t *Table) scanCollect(st *scanState, w *scanWindow) (bool, error) {
 	if err := t.begin(false); err != nil {
-		return from, false, err
+		return false, err
 	}
 	defer t.mu.Unlock()
 	st.kind, st.keyPos = t.kind, t.keyPos
-	if from >= t.h.next {
-		return from, true, nil
+	if n := int(t.h.next+63) / 64; len(st.visited) < n {
+		st.visited = append(st.visited, make([]uint64, n-len(st.visited))...)
 	}
-	to := from + min(scanSlots, t.h.next-from)
-	ents := slices.Grow(st.ents[:0], int(min(to-from, t.h.noKeys+slotsPerSeg)))
-	for s := from; s < to; {
+	next := t.h.next
+	from, to := uint32(0), next
+	lo, hi := int64(0), int64(math.MaxInt64)
+	if !w.slots {
+		if w.width == 0 {
+			keys := max(int64(t.h.noKeys), 1)
+			w.lo, w.width = baseAddr, max(scanRead, (t.fileEnd-baseAddr+keys-1)/keys*scanWindowKeys)
+			w.changes = t.changes
+		}
+		if w.lo >= t.fileEnd {
+			w.slots = true
+			if !w.full && t.changes == w.changes {
+				return true, nil // every slot was collected, and read where it was
+			}
+		} else {
+			lo, hi = w.lo, w.lo+w.width
+			if hi >= t.fileEnd {
+				hi = math.MaxInt64
+			}
+			w.lo += w.width
+		}
+	}
+	if w.slots {
+		if w.from >= next {
+			return true, nil
+		}
+		from, to = w.from, w.from+min(scanSlots, next-w.from)
+		w.from = to
+	}
+	ents := slices.Grow(st.ents[:0], int(min(to-from, t.h.noKeys+slotsPerSeg, scanMax)))
+	for s := from; s < to && len(ents) < scanMax; {
 		seg, err := t.segment(s / slotsPerSeg)
 		if err != nil {
-			return from, false, t.fail(err)
+			return false, t.fail(err)
 		}
 		for i := s % slotsPerSeg; i < slotsPerSeg && s < to; i, s = i+1, s+1 {
-			if e := seg[i]; e.size != 0 {
+			if e := seg[i]; e.size != 0 && int64(e.ptr) >= lo && int64(e.ptr) < hi && st.visited[s/64]&(1<<(s%64)) == 0 {
 				ents = append(ents, scanPack(s, e))
 			}
 		}
 	}
+	w.full = w.full || len(ents) >= scanMax
 	st.ents = ents
-	return to, false, nil
+	return false, nil
 }
 
 // sortByPtr sorts st.ents by bucket pointer (LSD radix sort on the high
@@ -266,6 +327,7 @@ func (t *Table) scanRead(st *scanState, ents []uint64) error {
 			cur[k] = slotEntry{} // DeleteAllObjects shrank the table
 			continue
 		}
+		st.visited[s/64] |= 1 << (s % 64)
 		e, err := t.entry(s)
 		if err != nil {
 			return t.fail(err)

@@ -93,7 +93,9 @@ func TestAllFileOrder(t *testing.T) {
 // TestAllWindows: a table with more slots than one window, whose buckets
 // (some larger than a read) are spread over all of them, is traversed
 // completely, in address order within each window.
-func TestAllWindows(t *testing.T) {
+func TestAllWindows(t *testing.T) { forScanWindows(t, testAllWindows) }
+
+func testAllWindows(t *testing.T) {
 	tab := openT(t, tmpFile(t, "windows.dets"), Options{Kind: Bag, MinSlots: 4 * scanSlots})
 	want := map[string]int{}
 	var all []etf.Term
@@ -125,18 +127,16 @@ func TestAllWindows(t *testing.T) {
 	if len(got) != len(all) {
 		t.Fatalf("All gave %d objects, want %d", len(got), len(all))
 	}
-	// Within a window (slots [w*scanSlots, (w+1)*scanSlots)), ascending
-	// addresses.
+	// Nothing changed meanwhile: ascending addresses throughout.
 	ptrs := objectPtrs(t, tab, got)
-	last := map[uint32]uint32{}
+	last := uint32(0)
 	for _, o := range got {
 		k, _ := keyOf(o, 1)
-		w := tab.slotFor(keyHash(k)) / scanSlots
 		p := ptrs[encKey(t, k)]
-		if p < last[w] {
-			t.Fatalf("window %d: bucket %d after %d", w, p, last[w])
+		if p < last {
+			t.Fatalf("bucket %d after %d", p, last)
 		}
-		last[w] = p
+		last = p
 	}
 }
 
@@ -144,7 +144,9 @@ func TestAllWindows(t *testing.T) {
 // worth of writes, done from the body) moves and rewrites buckets, every
 // object present throughout is seen exactly once (the table cannot grow:
 // it has more slots than keys).
-func TestAllConcurrentChanges(t *testing.T) {
+func TestAllConcurrentChanges(t *testing.T) { forScanWindows(t, testAllConcurrentChanges) }
+
+func testAllConcurrentChanges(t *testing.T) {
 	seed := testSeed(t)
 	r := rand.New(rand.NewSource(seed))
 	for _, kind := range []Kind{Set, Bag} {
@@ -200,7 +202,9 @@ func TestAllConcurrentChanges(t *testing.T) {
 
 // TestAllGrowth: when the table grows during the loop, every object present
 // throughout is seen at least once.
-func TestAllGrowth(t *testing.T) {
+func TestAllGrowth(t *testing.T) { forScanWindows(t, testAllGrowth) }
+
+func testAllGrowth(t *testing.T) {
 	tab := openT(t, tmpFile(t, "grow.dets"), Options{})
 	want := map[string]bool{}
 	for i := range 1000 {
@@ -229,7 +233,9 @@ func TestAllGrowth(t *testing.T) {
 
 // TestAllDeleteAllObjects: emptying the table (fewer slots) in the loop
 // body ends the traversal cleanly; buckets not read yet are not seen.
-func TestAllDeleteAllObjects(t *testing.T) {
+func TestAllDeleteAllObjects(t *testing.T) { forScanWindows(t, testAllDeleteAllObjects) }
+
+func testAllDeleteAllObjects(t *testing.T) {
 	tab := openT(t, tmpFile(t, "delall.dets"), Options{MinSlots: 256})
 	const total = 20000 // about 5 MiB of buckets: many reads
 	pad := etf.Binary(make([]byte, 100))
@@ -482,4 +488,16 @@ func TestAllCorruptLaterObject(t *testing.T) {
 			}
 		})
 	}
+}
+
+// forScanWindows runs a traversal test with the usual address windows and
+// with windows of a few dozen buckets, so that small tables take many.
+func forScanWindows(t *testing.T, test func(*testing.T)) {
+	t.Run("windows=default", test)
+	t.Run("windows=small", func(t *testing.T) {
+		old := scanWindowKeys
+		scanWindowKeys = 40
+		t.Cleanup(func() { scanWindowKeys = old })
+		test(t)
+	})
 }

@@ -56,6 +56,7 @@ type Table struct {
 
 	small   [slotEntrySize]byte // scratch for slot entries and status words, under mu
 	touched byte                // touchBuckets' loads end here, so that they are not dropped
+	changes uint64              // writes of buckets and slot entries (see All)
 	rbuf    []byte              // bucket read buffer, reused under mu
 	wbuf    []byte              // bucket write buffer, reused under mu
 }
@@ -366,6 +367,7 @@ func (t *Table) initFile(minSlots, maxSlots uint32) error {
 // next <= maxSlots) in use from the start.
 func (t *Table) initLayout(minSlots, maxSlots, next uint32) error {
 	t.unmapFile() // the old layout's reads and writes are over
+	t.changes++
 	m, n := layoutFor(next)
 	nsegs := int(next / slotsPerSeg)
 	nparts := (nsegs + segsPerPart - 1) / segsPerPart
@@ -420,6 +422,7 @@ func (t *Table) Path() string { return t.path }
 // ---- low-level I/O helpers; all run with t.mu held ----
 
 func (t *Table) writeAt(b []byte, off int64) error {
+	t.changes++
 	if err := t.storeAt(b, off); err != nil {
 		return err
 	}
