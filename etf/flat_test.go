@@ -61,20 +61,29 @@ func TestDecodeFlatMatchesGeneral(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("case %d (% x): %#v, want %#v", i, b, got, want)
 		}
-		if tg, ok := got.(Tuple); ok {
-			tw := want.(Tuple)
-			if cap(tg) != cap(tw) {
-				t.Fatalf("case %d: tuple capacity %d, want %d", i, cap(tg), cap(tw))
-			}
-			for j := range tg {
-				if bg, ok := tg[j].(Binary); ok && cap(bg) != cap(tw[j].(Binary)) {
-					t.Fatalf("case %d: binary %d capacity %d, want %d", i, j, cap(bg), cap(tw[j].(Binary)))
-				}
-			}
-		}
+		sameCaps(t, i, got, want)
 	}
 	if fast < 500 {
 		t.Fatalf("only %d of 5000 cases took the fast path", fast)
+	}
+}
+
+// sameCaps fails case i unless the tuple got and its binaries have the
+// capacities of those of want (equal terms).
+func sameCaps(t *testing.T, i int, got, want Term) {
+	t.Helper()
+	tg, ok := got.(Tuple)
+	if !ok {
+		return
+	}
+	tw := want.(Tuple)
+	if cap(tg) != cap(tw) {
+		t.Fatalf("case %d: tuple capacity %d, want %d", i, cap(tg), cap(tw))
+	}
+	for j := range tg {
+		if bg, ok := tg[j].(Binary); ok && cap(bg) != cap(tw[j].(Binary)) {
+			t.Fatalf("case %d: binary %d capacity %d, want %d", i, j, cap(bg), cap(tw[j].(Binary)))
+		}
 	}
 }
 
@@ -182,17 +191,7 @@ func TestDecodeOneMatchesDecode(t *testing.T) {
 		if len(got) != 1 || cap(got) != 1 || !reflect.DeepEqual(got[0], want) {
 			t.Fatalf("case %d (% x): %#v, want [%#v]", i, b, got, want)
 		}
-		if tg, ok := got[0].(Tuple); ok {
-			tw := want.(Tuple)
-			if cap(tg) != cap(tw) {
-				t.Fatalf("case %d: tuple capacity %d, want %d", i, cap(tg), cap(tw))
-			}
-			for j := range tg {
-				if bg, ok := tg[j].(Binary); ok && cap(bg) != cap(tw[j].(Binary)) {
-					t.Fatalf("case %d: binary %d capacity %d, want %d", i, j, cap(bg), cap(tw[j].(Binary)))
-				}
-			}
-		}
+		sameCaps(t, i, got[0], want)
 	}
 	if one < 500 {
 		t.Fatalf("only %d of 6000 cases took the one-allocation path", one)
