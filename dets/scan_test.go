@@ -90,9 +90,10 @@ func TestAllFileOrder(t *testing.T) {
 	}
 }
 
-// TestAllWindows: a table with more slots than one window, whose buckets
-// (some larger than a read) are spread over all of them, is traversed
-// completely, in address order within each window.
+// TestAllWindows: a table with more slots than one slot window, whose
+// buckets (some larger than a read) are spread over all of them, is
+// traversed completely, in address order (with small windows: across
+// many address windows).
 func TestAllWindows(t *testing.T) { forScanWindows(t, testAllWindows) }
 
 func testAllWindows(t *testing.T) {
