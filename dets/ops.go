@@ -248,10 +248,10 @@ func (t *Table) InsertNew(objs ...etf.Term) (bool, error) {
 	return true, t.fail(t.insertPrepared(sc, ps))
 }
 
-// keyBufs holds scratch buffers for key encodings.
-var keyBufs = sync.Pool{New: func() any { return new([]byte) }}
-
 // lookup finds key's objects (decoded when wantObjs).
+// maxKeptKey bounds the key encoding buffer a table keeps between calls.
+const maxKeptKey = 4 << 10
+
 func (t *Table) lookup(key etf.Term, hv uint32, wantObjs bool) ([]etf.Term, bool, error) {
 	slot := t.slotFor(hv)
 	e, err := t.entry(slot)
@@ -262,11 +262,11 @@ func (t *Table) lookup(key etf.Term, hv uint32, wantObjs bool) ([]etf.Term, bool
 	if err != nil {
 		return nil, false, err
 	}
-	buf := keyBufs.Get().(*[]byte)
-	defer keyBufs.Put(buf)
 	ka := keyArg{term: key}
-	if enc, err := etf.AppendEncode((*buf)[:0], key); err == nil {
-		*buf = enc
+	if enc, err := etf.AppendEncode(t.kbuf[:0], key); err == nil {
+		if cap(enc) <= maxKeptKey {
+			t.kbuf = enc
+		}
 		ka.enc = enc[1:]
 	}
 	objs, found, be := lookupInBody(t.kind, t.keyPos, body, &ka, wantObjs)
@@ -314,11 +314,11 @@ func (t *Table) modifyKey(key etf.Term, fn func(gs []group, i int, found bool) (
 	if err != nil {
 		return err
 	}
-	buf := keyBufs.Get().(*[]byte)
-	defer keyBufs.Put(buf)
 	ka := keyArg{term: key}
-	if enc, err := etf.AppendEncode((*buf)[:0], key); err == nil {
-		*buf = enc
+	if enc, err := etf.AppendEncode(t.kbuf[:0], key); err == nil {
+		if cap(enc) <= maxKeptKey {
+			t.kbuf = enc
+		}
 		ka.enc = enc[1:]
 	}
 	i, found := findGroup(gs, &ka, t.keyPos)
@@ -609,7 +609,7 @@ func (t *Table) Close() error {
 	if cerr := t.f.Close(); err == nil {
 		err = cerr
 	}
-	t.segCache, t.rbuf, t.wbuf = nil, nil, nil
+	t.segCache, t.rbuf, t.wbuf, t.kbuf = nil, nil, nil, nil
 	return err
 }
 
