@@ -124,13 +124,29 @@ func TestDecodeFlatIsolation(t *testing.T) {
 // TestDecodeFlatSurvivesGC keeps some fast-path terms while the collector
 // runs and freed memory is refilled, then checks them.
 func TestDecodeFlatSurvivesGC(t *testing.T) {
-	keep := map[int]Term{}
-	for i := range 20000 {
+	keep := keepThroughGC(t, func(i int) (Term, error) {
 		b, err := Encode(Tuple{Binary(fmt.Sprint("k", i)), Binary(fmt.Sprint("value ", i)), Binary{}})
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		x, err := Decode(b)
+		return Decode(b)
+	})
+	for i, x := range keep {
+		tu := x.(Tuple)
+		if len(tu) != 3 || string(tu[0].(Binary)) != fmt.Sprint("k", i) || string(tu[1].(Binary)) != fmt.Sprint("value ", i) || len(tu[2].(Binary)) != 0 {
+			t.Fatalf("term %d after GC: %v", i, x)
+		}
+	}
+}
+
+// keepThroughGC makes 20000 terms with mk, keeps every 997th while the
+// collector runs and freed memory is refilled, and returns the kept ones
+// after a last collection.
+func keepThroughGC(t *testing.T, mk func(i int) (Term, error)) map[int]Term {
+	t.Helper()
+	keep := map[int]Term{}
+	for i := range 20000 {
+		x, err := mk(i)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,12 +163,7 @@ func TestDecodeFlatSurvivesGC(t *testing.T) {
 		}
 	}
 	runtime.GC()
-	for i, x := range keep {
-		tu := x.(Tuple)
-		if len(tu) != 3 || string(tu[0].(Binary)) != fmt.Sprint("k", i) || string(tu[1].(Binary)) != fmt.Sprint("value ", i) || len(tu[2].(Binary)) != 0 {
-			t.Fatalf("term %d after GC: %v", i, x)
-		}
-	}
+	return keep
 }
 
 // TestDecodeOneMatchesDecode: DecodeOne returns Decode's term as a slice
@@ -240,31 +251,19 @@ func TestDecodeOneIsolation(t *testing.T) {
 		t.Fatalf("results alias each other or the input: %v %v", r1, r2)
 	}
 
-	keep := map[int][]Term{}
-	for i := range 20000 {
+	keep := keepThroughGC(t, func(i int) (Term, error) {
 		b, err := Encode(Tuple{Binary(fmt.Sprint("k", i)), Binary(bytes.Repeat([]byte{byte(i)}, i%300))})
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		x, err := DecodeOne(b)
+		one, err := DecodeOne(b)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		if i%997 == 0 {
-			keep[i] = x
-		}
-		if i%2000 == 0 {
-			runtime.GC()
-			junk := make([][]byte, 500)
-			for j := range junk {
-				junk[j] = bytes.Repeat([]byte{0xEE}, 64)
-			}
-			_ = junk
-		}
-	}
-	runtime.GC()
+		return Tuple(one), nil // the slice itself, kept as a term
+	})
 	for i, x := range keep {
-		tu := x[0].(Tuple)
+		tu := x.(Tuple)[0].(Tuple)
 		if len(tu) != 2 || string(tu[0].(Binary)) != fmt.Sprint("k", i) || !bytes.Equal(tu[1].(Binary), bytes.Repeat([]byte{byte(i)}, i%300)) {
 			t.Fatalf("term %d after GC: %v", i, x)
 		}
