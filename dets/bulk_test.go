@@ -95,7 +95,9 @@ func TestInitTableEmpty(t *testing.T) {
 
 // TestConcurrentUse runs writers and readers on one table from several
 // goroutines (run it with -race).
-func TestConcurrentUse(t *testing.T) {
+func TestConcurrentUse(t *testing.T) { forScanWindows(t, testConcurrentUse) }
+
+func testConcurrentUse(t *testing.T) {
 	tab := openT(t, tmpFile(t, "c.dets"), Options{Kind: Bag})
 	var wg sync.WaitGroup
 	for g := range 4 {
