@@ -318,3 +318,80 @@ func TestRepairPlannedLargeBuckets(t *testing.T) {
 		})
 	}
 }
+
+// TestRepairPlannedOTPWrites: OTP writes into files that godets compacted
+// with the planned layout (its allocator takes blocks from our free lists,
+// which end inside the top bucket's block), then godets reads the result
+// with NoRepair: Check is clean and the objects are the model's (interop).
+func TestRepairPlannedOTPWrites(t *testing.T) {
+	r := otptest.Erl(t)
+	rng := rand.New(rand.NewPCG(uint64(testSeed(t)), 11))
+	type tcase struct {
+		kind Kind
+		path string
+		m    *rpModel
+	}
+	var cases []tcase
+	var spec etf.List
+	for _, kind := range []Kind{Set, Bag, DuplicateBag} {
+		path := filepath.Join(t.TempDir(), "planned.dets")
+		m := newRPModel(kind)
+		tab := mustOpen(t, path, Options{Kind: kind})
+		for i := range 1500 {
+			o := rpObj(rng.IntN(700), rng.IntN(3), rsPad(rng))
+			if err := tab.Insert(o); err != nil {
+				t.Fatal(err)
+			}
+			m.insert(t, o)
+			if i%7 == 0 {
+				k := etf.Int(rng.IntN(700))
+				if err := tab.Delete(k); err != nil {
+					t.Fatal(err)
+				}
+				m.delete(t, k)
+			}
+		}
+		if err := tab.Close(); err != nil {
+			t.Fatal(err)
+		}
+		tab = mustOpen(t, path, Options{Repair: ForceRepair})
+		if err := tab.Close(); err != nil {
+			t.Fatal(err)
+		}
+		rsCheckPacked(t, path)
+		// OTP's changes: new keys in every size class, overwrites and
+		// deletes of old ones.
+		var ops etf.List
+		for range 600 {
+			if rng.IntN(4) == 0 {
+				k := etf.Int(rng.IntN(1000))
+				ops = append(ops, etf.Tuple{etf.Atom("d"), k})
+				m.delete(t, k)
+				continue
+			}
+			o := rpObj(rng.IntN(1000), rng.IntN(3), rsPad(rng))
+			ops = append(ops, etf.Tuple{etf.Atom("i"), o})
+			m.insert(t, o)
+		}
+		spec = append(spec, etf.Tuple{etf.Atom(kind.String()), etf.Binary(path), ops})
+		cases = append(cases, tcase{kind, path, m})
+	}
+	enc, err := etf.Encode(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Eval(t, `
+[SpecB] = In,
+Run = fun({Kind, F, Ops}) ->
+    {ok, T} = dets:open_file(make_ref(), [{file, binary_to_list(F)}, {type, Kind}, {repair, false}]),
+    lists:foreach(fun({i, O}) -> ok = dets:insert(T, O); ({d, K}) -> ok = dets:delete(T, K) end, Ops),
+    ok = dets:close(T),
+    <<"ok">>
+end,
+[Run(S) || S <- binary_to_term(SpecB)]`, enc)
+	for _, c := range cases {
+		if got, want := rpReopenClean(t, c.path), c.m.sorted(); !slices.Equal(got, want) {
+			t.Errorf("%s: godets reads %d objects after OTP's writes, the model has %d", c.kind, len(got), len(want))
+		}
+	}
+}
