@@ -258,16 +258,18 @@ func (t *Table) lookup(key etf.Term, hv uint32, wantObjs bool) ([]etf.Term, bool
 	if err != nil || e.size == 0 {
 		return nil, false, err
 	}
-	body, err := t.readBucket(slot, e)
-	if err != nil {
-		return nil, false, err
-	}
+	// The key is encoded here, between the loads of the slot entry and of
+	// the bucket, where it can run while the entry is still on its way.
 	ka := keyArg{term: key}
 	if enc, err := etf.AppendEncode(t.kbuf[:0], key); err == nil {
 		if cap(enc) <= maxKeptKey {
 			t.kbuf = enc
 		}
 		ka.enc = enc[1:]
+	}
+	body, err := t.readBucket(slot, e)
+	if err != nil {
+		return nil, false, err
 	}
 	objs, found, be := lookupInBody(t.kind, t.keyPos, body, &ka, wantObjs)
 	if be != nil {
