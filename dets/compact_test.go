@@ -31,16 +31,10 @@ func TestCompactTailFixedPoint(t *testing.T) {
 					k = r.IntN(4000)
 				}
 				o := rpObj(k, i%2, r.IntN(150))
-				if err := tab.Insert(o); err != nil {
-					t.Fatal(err)
-				}
-				m.insert(t, o)
+				m.put(t, tab, o)
 				if i >= 4000 && i%7 == 0 {
 					k := etf.Int(r.IntN(4000))
-					if err := tab.Delete(k); err != nil {
-						t.Fatal(err)
-					}
-					m.delete(t, k)
+					m.del(t, tab, k)
 				}
 			}
 			if err := tab.Close(); err != nil {

@@ -90,16 +90,10 @@ func rpMakeFixture(t testing.TB, kind Kind, nKeys int) rpFixture {
 		if i == 7 {
 			o = rpFixtureObj(t, i%nKeys, 9, 1500)
 		}
-		if err := tab.Insert(o); err != nil {
-			t.Fatal(err)
-		}
-		m.insert(t, o)
+		m.put(t, tab, o)
 	}
 	for k := 0; k < nKeys; k += 5 {
-		if err := tab.Delete(etf.Int(k)); err != nil {
-			t.Fatal(err)
-		}
-		m.delete(t, etf.Int(k))
+		m.del(t, tab, etf.Int(k))
 	}
 	if err := tab.Close(); err != nil {
 		t.Fatal(err)

@@ -27,16 +27,10 @@ func TestDirtyKeepsStaleFreeLists(t *testing.T) {
 			m := newRPModel(kind)
 			for i := range 600 {
 				o := rpObj(rng.Intn(300), i%3, rng.Intn(200))
-				if err := tab.Insert(o); err != nil {
-					t.Fatal(err)
-				}
-				m.insert(t, o)
+				m.put(t, tab, o)
 				if i%4 == 0 {
 					k := etf.Int(rng.Intn(300))
-					if err := tab.Delete(k); err != nil {
-						t.Fatal(err)
-					}
-					m.delete(t, k)
+					m.del(t, tab, k)
 				}
 			}
 			if err := tab.Sync(); err != nil {
@@ -49,10 +43,7 @@ func TestDirtyKeepsStaleFreeLists(t *testing.T) {
 			}
 			for i := range after {
 				o := rpObj(1000+i, 0, rng.Intn(200))
-				if err := tab.Insert(o); err != nil {
-					t.Fatal(err)
-				}
-				m.insert(t, o)
+				m.put(t, tab, o)
 			}
 			img := readFileT(t, path)
 			if len(img) < len(synced) {

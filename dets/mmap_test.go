@@ -160,17 +160,11 @@ func TestMappedCrashImage(t *testing.T) {
 		for i := range 4000 {
 			k := rng.Intn(1500)
 			if rng.Intn(5) == 0 {
-				if err := tab.Delete(etf.Int(k)); err != nil {
-					t.Fatal(err)
-				}
-				m.delete(t, etf.Int(k))
+				m.del(t, tab, etf.Int(k))
 				continue
 			}
 			o := rpObj(k, i%3, rng.Intn(400))
-			if err := tab.Insert(o); err != nil {
-				t.Fatal(err)
-			}
-			m.insert(t, o)
+			m.put(t, tab, o)
 		}
 		if !tab.mmWritable || !tab.extended {
 			t.Fatalf("%s: writes did not go through an extended map (writable %v, extended %v)", kind, tab.mmWritable, tab.extended)

@@ -234,17 +234,11 @@ func TestRepairForceNoGrowth(t *testing.T) {
 				for range n {
 					k := r.IntN(keys)
 					if r.IntN(100) < 20 {
-						if err := tab.Delete(etf.Int(k)); err != nil {
-							t.Fatal(err)
-						}
-						m.delete(t, etf.Int(k))
+						m.del(t, tab, etf.Int(k))
 						continue
 					}
 					o := rpObj(k, r.IntN(3), rsPad(r))
-					if err := tab.Insert(o); err != nil {
-						t.Fatal(err)
-					}
-					m.insert(t, o)
+					m.put(t, tab, o)
 				}
 				if err := tab.Close(); err != nil {
 					t.Fatal(err)
@@ -292,10 +286,7 @@ func TestRepairPlannedLargeBuckets(t *testing.T) {
 					pad = 5000 + r.IntN(60000)
 				}
 				o := rpObj(r.IntN(200), r.IntN(2), pad)
-				if err := tab.Insert(o); err != nil {
-					t.Fatal(err)
-				}
-				m.insert(t, o)
+				m.put(t, tab, o)
 			}
 			if err := tab.Close(); err != nil {
 				t.Fatal(err)
@@ -339,16 +330,10 @@ func TestRepairPlannedOTPWrites(t *testing.T) {
 		tab := mustOpen(t, path, Options{Kind: kind})
 		for i := range 1500 {
 			o := rpObj(rng.IntN(700), rng.IntN(3), rsPad(rng))
-			if err := tab.Insert(o); err != nil {
-				t.Fatal(err)
-			}
-			m.insert(t, o)
+			m.put(t, tab, o)
 			if i%7 == 0 {
 				k := etf.Int(rng.IntN(700))
-				if err := tab.Delete(k); err != nil {
-					t.Fatal(err)
-				}
-				m.delete(t, k)
+				m.del(t, tab, k)
 			}
 		}
 		if err := tab.Close(); err != nil {

@@ -76,6 +76,24 @@ func (m *rpModel) insert(t testing.TB, o etf.Term) {
 
 func (m *rpModel) delete(t testing.TB, key etf.Term) { delete(m.objs, rpEnc(t, key)) }
 
+// put inserts o into tab and into the model.
+func (m *rpModel) put(t testing.TB, tab *Table, o etf.Term) {
+	t.Helper()
+	if err := tab.Insert(o); err != nil {
+		t.Fatal(err)
+	}
+	m.insert(t, o)
+}
+
+// del deletes key from tab and from the model.
+func (m *rpModel) del(t testing.TB, tab *Table, key etf.Term) {
+	t.Helper()
+	if err := tab.Delete(key); err != nil {
+		t.Fatal(err)
+	}
+	m.delete(t, key)
+}
+
 func (m *rpModel) sorted() []string {
 	var out []string
 	for _, l := range m.objs {
@@ -138,25 +156,16 @@ func rpDirtyImage(t testing.TB, dir string, kind Kind, r *rand.Rand, nOps int) (
 		switch {
 		case x < 70:
 			o := rpObj(k, r.IntN(3), r.IntN(3)*r.IntN(300))
-			if err := tab.Insert(o); err != nil {
-				t.Fatal(err)
-			}
-			m.insert(t, o)
+			m.put(t, tab, o)
 		case x < 85:
-			if err := tab.Delete(etf.Int(k)); err != nil {
-				t.Fatal(err)
-			}
-			m.delete(t, etf.Int(k))
+			m.del(t, tab, etf.Int(k))
 		case x < 88:
 			if err := tab.Sync(); err != nil {
 				t.Fatal(err)
 			}
 		default:
 			o := rpObj(k, i, 10)
-			if err := tab.Insert(o); err != nil {
-				t.Fatal(err)
-			}
-			m.insert(t, o)
+			m.put(t, tab, o)
 		}
 	}
 	b, err := os.ReadFile(path)
@@ -258,16 +267,10 @@ func TestRepairForceCompacts(t *testing.T) {
 			m := newRPModel(kind)
 			for i := range 3000 {
 				o := rpObj(i%1000, r.IntN(5), r.IntN(200))
-				if err := tab.Insert(o); err != nil {
-					t.Fatal(err)
-				}
-				m.insert(t, o)
+				m.put(t, tab, o)
 			}
 			for k := 0; k < 1000; k += 3 {
-				if err := tab.Delete(etf.Int(k)); err != nil {
-					t.Fatal(err)
-				}
-				m.delete(t, etf.Int(k))
+				m.del(t, tab, etf.Int(k))
 			}
 			if err := tab.Close(); err != nil {
 				t.Fatal(err)
@@ -466,10 +469,7 @@ func TestRepairParallelBuild(t *testing.T) {
 					if i%97 == 0 {
 						o = rpObj(7, i, 500) // key 7 grows a large bucket
 					}
-					if err := tab.Insert(o); err != nil {
-						t.Fatal(err)
-					}
-					m.insert(t, o)
+					m.put(t, tab, o)
 				}
 				img, err := os.ReadFile(src) // dirty: the table is still open
 				if err != nil {
