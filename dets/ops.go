@@ -248,10 +248,22 @@ func (t *Table) InsertNew(objs ...etf.Term) (bool, error) {
 	return true, t.fail(t.insertPrepared(sc, ps))
 }
 
-// lookup finds key's objects (decoded when wantObjs).
 // maxKeptKey bounds the key encoding buffer a table keeps between calls.
 const maxKeptKey = 4 << 10
 
+// keyArg encodes key into t's buffer (valid until the next call; t.mu held).
+func (t *Table) keyArg(key etf.Term) keyArg {
+	ka := keyArg{term: key}
+	if enc, err := etf.AppendEncode(t.kbuf[:0], key); err == nil {
+		if cap(enc) <= maxKeptKey {
+			t.kbuf = enc
+		}
+		ka.enc = enc[1:]
+	}
+	return ka
+}
+
+// lookup finds key's objects (decoded when wantObjs).
 func (t *Table) lookup(key etf.Term, hv uint32, wantObjs bool) ([]etf.Term, bool, error) {
 	slot := t.slotFor(hv)
 	e, err := t.entry(slot)
@@ -260,13 +272,7 @@ func (t *Table) lookup(key etf.Term, hv uint32, wantObjs bool) ([]etf.Term, bool
 	}
 	// The key is encoded here, between the loads of the slot entry and of
 	// the bucket, where it can run while the entry is still on its way.
-	ka := keyArg{term: key}
-	if enc, err := etf.AppendEncode(t.kbuf[:0], key); err == nil {
-		if cap(enc) <= maxKeptKey {
-			t.kbuf = enc
-		}
-		ka.enc = enc[1:]
-	}
+	ka := t.keyArg(key)
 	body, err := t.readBucket(slot, e)
 	if err != nil {
 		return nil, false, err
@@ -316,13 +322,7 @@ func (t *Table) modifyKey(key etf.Term, fn func(gs []group, i int, found bool) (
 	if err != nil {
 		return err
 	}
-	ka := keyArg{term: key}
-	if enc, err := etf.AppendEncode(t.kbuf[:0], key); err == nil {
-		if cap(enc) <= maxKeptKey {
-			t.kbuf = enc
-		}
-		ka.enc = enc[1:]
-	}
+	ka := t.keyArg(key)
 	i, found := findGroup(gs, &ka, t.keyPos)
 	gs, d, err := fn(gs, i, found)
 	if err != nil || !d.changed {
@@ -592,9 +592,10 @@ func (t *Table) Sync() error {
 // closed header (OTP's close does not fsync either): every object is on
 // disk before the header says "closed properly" (unless Durability is
 // LikeOTP), and after a power loss the file may need a repair that finds
-// them all. Call Sync before Close to make the clean state itself durable. After an I/O or corruption error
-// the file is closed without saving, so it will need repair, and that error
-// is returned. Closing a closed table returns nil.
+// them all. Call Sync before Close to make the clean state itself durable.
+// After an I/O or corruption error the file is closed without saving, so
+// it will need repair, and that error is returned. Closing a closed table
+// returns nil.
 func (t *Table) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
