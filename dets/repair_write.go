@@ -264,15 +264,7 @@ func planBlocks(start int64, cs *classSizes, topC int) (*blockPlan, bool) {
 			}
 			pl.free.free[p] = pl.free.free[p][1:]
 			pl.runs[c] = append(pl.runs[c], planRun{a, n})
-			// The rest of the block goes back as maximal aligned blocks.
-			for lo, hi := a+n*sz, a+blockSize(p); lo < hi; {
-				q := c
-				for (lo-baseAddr)%blockSize(q+1) == 0 && lo+blockSize(q+1) <= hi {
-					q++
-				}
-				pl.free.insert(q, lo)
-				lo += blockSize(q)
-			}
+			freeRangeTo(&pl.free, a+n*sz, a+blockSize(p)) // the rest of the block
 			pl.end = max(pl.end, a+n*sz)
 			k -= n
 		}
@@ -500,15 +492,14 @@ func (w *tableWriter) flushChunks() error {
 func (w *tableWriter) freeRange(a, b int64) { freeRangeTo(&w.free, a, b) }
 
 // freeRangeTo adds [a, b) to bd's free lists (base 1336) as maximal
-// aligned blocks, appended in ascending address order.
+// aligned blocks, each in address order.
 func freeRangeTo(bd *buddy, a, b int64) {
 	for a < b {
 		sz := int64(1) << (maxBuddyClass - 1)
 		for (a-baseAddr)%sz != 0 || a+sz > b {
 			sz >>= 1
 		}
-		c := buddyClass(sz)
-		bd.free[c] = append(bd.free[c], uint32(a))
+		bd.insert(buddyClass(sz), a)
 		a += sz
 	}
 }
@@ -543,10 +534,6 @@ func (w *tableWriter) finish() error {
 		w.pos = w.placers[0].topEnd
 	} else {
 		w.freeRange(w.pos, baseAddr+1<<31)
-	}
-	// The chunk tails were freed out of address order.
-	for c := range w.free.free {
-		slices.Sort(w.free.free[c])
 	}
 	// Parts.
 	part := make([]byte, w.nParts*partSize)
