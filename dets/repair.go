@@ -683,10 +683,7 @@ func (o *orderIter) touch(from int) {
 		if at < 0 || at+4 > int64(len(o.data)) {
 			continue
 		}
-		end := min(at+4+int64(min(be.Uint32(o.data[at:]), prefetchMax)), int64(len(o.data)))
-		for p := at; p < end; p += 64 {
-			s += o.data[p]
-		}
+		s += touchLines(o.data, at, min(at+4+int64(min(be.Uint32(o.data[at:]), prefetchMax)), int64(len(o.data))))
 	}
 	o.sink += s
 }
