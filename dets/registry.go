@@ -17,25 +17,8 @@ var openTables struct {
 
 // register records t as open when its file is an OS file.
 func (t *Table) register() {
-	fi := t.statInfo
+	id, ok := fileIdentity(t.f, t.statInfo)
 	t.statInfo = nil
-	var id fileID
-	var ok bool
-	if idf, isID := t.f.(identified); isID {
-		id, ok = idf.identity()
-	} else {
-		if fi == nil {
-			st, isStat := t.f.(statter)
-			if !isStat {
-				return
-			}
-			var err error
-			if fi, err = st.Stat(); err != nil {
-				return
-			}
-		}
-		id, ok = idOf(fi)
-	}
 	if !ok {
 		return
 	}
@@ -46,6 +29,25 @@ func (t *Table) register() {
 	}
 	openTables.n[id]++
 	t.regID, t.registered = id, true
+}
+
+// fileIdentity is f's device and inode: from f itself when it knows them,
+// else from fi (what the opener stat'ed) or a Stat of f.
+func fileIdentity(f File, fi fs.FileInfo) (fileID, bool) {
+	if idf, ok := f.(identified); ok {
+		return idf.identity()
+	}
+	if fi == nil {
+		st, ok := f.(statter)
+		if !ok {
+			return fileID{}, false
+		}
+		var err error
+		if fi, err = st.Stat(); err != nil {
+			return fileID{}, false
+		}
+	}
+	return idOf(fi)
 }
 
 func (t *Table) unregister() {
