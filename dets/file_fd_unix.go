@@ -69,27 +69,11 @@ func (f *fdFile) Sync() error { return syncFD(f.fd, f.name) }
 
 // syncFD flushes the descriptor's data with the platform's syncCall.
 func syncFD(fd int, name string) error {
-	for {
-		err := syncCall(fd)
-		if err != unix.EINTR {
-			if err != nil {
-				return &os.PathError{Op: syncOp, Path: name, Err: err}
-			}
-			return nil
-		}
-	}
+	return retryFD(syncOp, name, func() error { return syncCall(fd) })
 }
 
 func (f *fdFile) Truncate(size int64) error {
-	for {
-		err := unix.Ftruncate(f.fd, size)
-		if err != unix.EINTR {
-			if err != nil {
-				return &os.PathError{Op: "truncate", Path: f.name, Err: err}
-			}
-			return nil
-		}
-	}
+	return retryFD("truncate", f.name, func() error { return unix.Ftruncate(f.fd, size) })
 }
 
 func (f *fdFile) Size() (int64, error) {
@@ -98,14 +82,22 @@ func (f *fdFile) Size() (int64, error) {
 		return s, nil
 	}
 	var st unix.Stat_t
+	err := retryFD("fstat", f.name, func() error { return unix.Fstat(f.fd, &st) })
+	return st.Size, err
+}
+
+// retryFD runs call again while it is interrupted (EINTR) and names op
+// and the file in its error.
+func retryFD(op, name string, call func() error) error {
 	for {
-		err := unix.Fstat(f.fd, &st)
-		if err != unix.EINTR {
-			if err != nil {
-				return 0, &os.PathError{Op: "fstat", Path: f.name, Err: err}
-			}
-			return st.Size, nil
+		err := call()
+		if err == unix.EINTR {
+			continue
 		}
+		if err != nil {
+			return &os.PathError{Op: op, Path: name, Err: err}
+		}
+		return nil
 	}
 }
 
