@@ -25,21 +25,24 @@ import (
 //	+-------------------+--+---------+--------------+
 //
 // (class: log2 of the bucket's buddy block, which bounds the bucket even
-// after an in-place rewrite), sorts them by pointer and reads the buckets
+// after an in-place rewrite), each with its exact bucket size beside it,
+// sorts them by pointer and reads the buckets
 // with few large preads: a bucket starting at most scanGap bytes after the
 // previous one joins its read, up to scanRead bytes. A window spans about
 // scanWindowKeys buckets' worth of the file, so that its reads cover
 // little besides its own buckets. Each read holds the lock and looks at
-// every slot entry again, so a bucket moved since the window was collected
-// is read from where it is now, and marks its slots visited. A slot is
+// the slot entries again if the table changed since the window was
+// collected, so a moved bucket is read from where it is now (the slots of
+// a sorted window are in random order: at 1M slots these reads were a
+// third of a traversal), and marks its slots visited. A slot is
 // read once: after the address windows, a pass over the slots, scanSlots
 // of them at a time, picks up those not visited (their buckets moved into
 // a window already read, the window was full, or the table grew).
 // Decoding and the caller's loop body run without the lock.
 //
-// Memory is bounded whatever the table size: the packed entries and the
-// sort's scratch take 16 bytes an entry of one window (at most scanMax
-// of them, 8 MiB), the visited set a bit a slot (4 MiB at the largest
+// Memory is bounded whatever the table size: the packed entries, their
+// sizes and the sort's scratch take 24 bytes an entry of one window (at
+// most scanMax of them, 12 MiB), the visited set a bit a slot (4 MiB at the largest
 // table), the read buffer scanRead plus the largest bucket of a read.
 const (
 	scanSlots = 1 << 18       // slots per window of the slot pass
@@ -76,6 +79,9 @@ func plausibleEntry(e slotEntry, fileEnd int64) bool {
 // scanState is the reusable state of one traversal (see scanPool).
 type scanState struct {
 	ents, tmp []uint64    // the window's packed entries; sort scratch
+	sizes     []uint32    // the bucket size of each of ents
+	tmpSizes  []uint32    // sort scratch
+	at        uint64      // t.changes when ents were collected
 	visited   []uint64    // a bit per slot read (or found empty)
 	cur       []slotEntry // the current entries of a stretch
 	buf       []byte      // the current read
@@ -146,7 +152,7 @@ func (t *Table) All() iter.Seq2[etf.Term, error] {
 			st.sortByPtr()
 			for i := 0; i < len(st.ents); {
 				j := scanStretch(st.ents, i)
-				if err := t.scanRead(st, st.ents[i:j]); err != nil {
+				if err := t.scanRead(st, st.ents[i:j], st.sizes[i:j]); err != nil {
 					yield(nil, err)
 					return
 				}
@@ -229,6 +235,7 @@ func (t *Table) scanCollect(st *scanState, w *scanWindow) (bool, error) {
 		w.from = to
 	}
 	ents := slices.Grow(st.ents[:0], int(min(to-from, t.h.noKeys+slotsPerSeg, scanMax)))
+	sizes := slices.Grow(st.sizes[:0], cap(ents))
 	for s := from; s < to && len(ents) < scanMax; {
 		seg, err := t.segment(s / slotsPerSeg)
 		if err != nil {
@@ -237,20 +244,28 @@ func (t *Table) scanCollect(st *scanState, w *scanWindow) (bool, error) {
 		for i := s % slotsPerSeg; i < slotsPerSeg && s < to; i, s = i+1, s+1 {
 			if e := seg[i]; e.size != 0 && int64(e.ptr) >= lo && int64(e.ptr) < hi && st.visited[s/64]&(1<<(s%64)) == 0 {
 				ents = append(ents, scanPack(s, e))
+				sizes = append(sizes, e.size)
 			}
 		}
 	}
 	w.full = w.full || len(ents) >= scanMax
-	st.ents = ents
+	st.ents, st.sizes, st.at = ents, sizes, t.changes
 	return false, nil
 }
 
-// sortByPtr sorts st.ents by bucket pointer (LSD radix sort on the high
-// 32 bits, skipping digits all entries share).
+// sortByPtr sorts st.ents, and st.sizes with them, by bucket pointer (LSD
+// radix sort on the high 32 bits, skipping digits all entries share).
 func (st *scanState) sortByPtr() {
-	a := st.ents
+	a, sz := st.ents, st.sizes
 	if len(a) < 256 {
-		slices.Sort(a) // the pointer is the most significant part
+		// Insertion sort; the pointer is the most significant part.
+		for i := 1; i < len(a); i++ {
+			x, n, j := a[i], sz[i], i
+			for ; j > 0 && a[j-1] > x; j-- {
+				a[j], sz[j] = a[j-1], sz[j-1]
+			}
+			a[j], sz[j] = x, n
+		}
 		return
 	}
 	or, and := uint64(0), ^uint64(0)
@@ -266,7 +281,9 @@ func (st *scanState) sortByPtr() {
 	}
 	diff := (or ^ and) >> 32
 	st.tmp = slices.Grow(st.tmp[:0], len(a))[:len(a)]
+	st.tmpSizes = slices.Grow(st.tmpSizes[:0], len(a))[:len(a)]
 	src, dst := a, st.tmp
+	srcSz, dstSz := sz, st.tmpSizes
 	var cnt [1 << scanSortDigit]int
 	for shift := 0; shift < 32; shift += scanSortDigit {
 		if diff>>shift&(1<<scanSortDigit-1) == 0 {
@@ -281,14 +298,16 @@ func (st *scanState) sortByPtr() {
 			cnt[i] = sum
 			sum += c
 		}
-		for _, x := range src {
+		for i, x := range src {
 			d := x >> (32 + shift) & (1<<scanSortDigit - 1)
-			dst[cnt[d]] = x
+			dst[cnt[d]], dstSz[cnt[d]] = x, srcSz[i]
 			cnt[d]++
 		}
 		src, dst = dst, src
+		srcSz, dstSz = dstSz, srcSz
 	}
 	st.ents, st.tmp = src, dst
+	st.sizes, st.tmpSizes = srcSz, dstSz
 }
 
 // scanStretch returns the end of the stretch of sorted entries from i that
@@ -306,11 +325,11 @@ func scanStretch(ents []uint64, i int) int {
 	return j
 }
 
-// scanRead reads the buckets of a stretch of sorted entries, with one pread
-// for those still where the window saw them, and records their bodies in
-// st.refs. Anything that looks wrong goes through readBucket, which reports
-// it with the usual errors.
-func (t *Table) scanRead(st *scanState, ents []uint64) error {
+// scanRead reads the buckets of a stretch of sorted entries (sizes: their
+// bucket sizes), with one pread for those still where the window saw them,
+// and records their bodies in st.refs. Anything that looks wrong goes
+// through readBucket, which reports it with the usual errors.
+func (t *Table) scanRead(st *scanState, ents []uint64, sizes []uint32) error {
 	if err := t.begin(false); err != nil {
 		return err
 	}
@@ -321,6 +340,7 @@ func (t *Table) scanRead(st *scanState, ents []uint64) error {
 	cur := slices.Grow(st.cur[:0], len(ents))[:len(ents)]
 	st.cur = cur
 	lo, hi := int64(-1), int64(0)
+	unchanged := t.changes == st.at // the entries are as collected
 	for k, x := range ents {
 		s := scanSlot(x)
 		if s >= t.h.next {
@@ -328,9 +348,12 @@ func (t *Table) scanRead(st *scanState, ents []uint64) error {
 			continue
 		}
 		st.visited[s/64] |= 1 << (s % 64)
-		e, err := t.entry(s)
-		if err != nil {
-			return t.fail(err)
+		e := slotEntry{size: sizes[k], ptr: uint32(scanPtr(x))}
+		if !unchanged {
+			var err error
+			if e, err = t.entry(s); err != nil {
+				return t.fail(err)
+			}
 		}
 		cur[k] = e
 		if p := scanPtr(x); int64(e.ptr) == p && plausibleEntry(e, t.fileEnd) {
