@@ -254,7 +254,7 @@ func (t *Table) scanCollect(st *scanState, w *scanWindow) (bool, error) {
 }
 
 // sortByPtr sorts st.ents, and st.sizes with them, by bucket pointer (LSD
-// radix sort on the high 32 bits, skipping digits all entries share).
+// radix sort on the bits of the pointers that vary).
 func (st *scanState) sortByPtr() {
 	a, sz := st.ents, st.sizes
 	if len(a) < 256 {
@@ -285,7 +285,10 @@ func (st *scanState) sortByPtr() {
 	src, dst := a, st.tmp
 	srcSz, dstSz := sz, st.tmpSizes
 	var cnt [1 << scanSortDigit]int
-	for shift := 0; shift < 32; shift += scanSortDigit {
+	// Digits start at the lowest bit that varies: buddy blocks lie at
+	// multiples of their size from the base, so a window of 256-byte
+	// blocks takes one pass fewer.
+	for shift := bits.TrailingZeros64(diff); shift < 32 && diff>>shift != 0; shift += scanSortDigit {
 		if diff>>shift&(1<<scanSortDigit-1) == 0 {
 			continue
 		}

@@ -502,3 +502,52 @@ func forScanWindows(t *testing.T, test func(*testing.T)) {
 		test(t)
 	})
 }
+
+// TestScanSortByPtr: the window sort orders the entries by pointer and
+// keeps each one's size beside it, for pointers at multiples of various
+// block sizes from an odd base (the radix passes start at the lowest bit
+// that varies), small windows (insertion sort) and sorted ones. Seeded:
+// -seed.
+func TestScanSortByPtr(t *testing.T) {
+	r := rand.New(rand.NewSource(testSeed(t)))
+	sizeOf := func(x uint64) uint32 { return uint32(x*0x9E3779B97F4A7C15>>40) | 1 }
+	for _, n := range []int{0, 1, 2, 255, 256, 3000, 70_000} {
+		for i, step := range []int64{1, 32, 256, 4096, 1 << 20, 256} {
+			presorted := i == 5
+			var st scanState
+			seen := map[uint64]bool{}
+			for len(st.ents) < n {
+				ptr := 1336 + step*r.Int63n(min(1<<31/step-1, int64(4*n)+1))
+				x := scanPack(uint32(r.Intn(1<<scanSlotBits)), slotEntry{size: 200, ptr: uint32(ptr)})
+				if seen[x] {
+					continue
+				}
+				seen[x] = true
+				st.ents = append(st.ents, x)
+				st.sizes = append(st.sizes, sizeOf(x))
+			}
+			want := slices.Clone(st.ents)
+			slices.Sort(want)
+			if presorted {
+				st.ents, st.sizes = slices.Clone(want), nil // already sorted
+				for _, x := range want {
+					st.sizes = append(st.sizes, sizeOf(x))
+				}
+			}
+			st.sortByPtr()
+			for i, x := range st.ents {
+				if i > 0 && scanPtr(x) < scanPtr(st.ents[i-1]) {
+					t.Fatalf("n=%d step=%d: entry %d pointer %d after %d", n, step, i, scanPtr(x), scanPtr(st.ents[i-1]))
+				}
+				if st.sizes[i] != sizeOf(x) {
+					t.Fatalf("n=%d step=%d: entry %d lost its size", n, step, i)
+				}
+			}
+			got := slices.Clone(st.ents)
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("n=%d step=%d: the sort changed the entries", n, step)
+			}
+		}
+	}
+}
