@@ -16,10 +16,11 @@ import (
 // mmap and munmap. It spans
 // mapSpan bytes whatever the file size (otp9 files stay below 2 GiB), so
 // the file grows under it without a remap. A store past the end of the file
-// first extends the file by at least an eighth (fallocate, so a full disk
-// is an error here rather than a fault later; the write then falls back to
-// pwrite, which needs only its own bytes); save cuts the file back to
-// its exact size before it writes the closed header. A crash in between
+// first extends the file by an eighth, at least mapGrowMin and at most
+// mapGrowMax (with written zeros, so a full disk is an error here rather
+// than a fault later; the write then falls back to pwrite, which needs
+// only its own bytes); save cuts the file back to its exact size before
+// it writes the closed header. A crash in between
 // leaves zeros after the data, which a repair scan skips, in OTP too.
 //
 // A page can still vanish: another process may truncate the file. Accesses
@@ -30,6 +31,7 @@ const (
 	mapAfterOps = 64
 	mapSpan     = 1 << 32
 	mapGrowMin  = 1 << 20 // smallest extension of a mapped file
+	mapGrowMax  = 32 << 20
 )
 
 // mappable is implemented by files that can be memory-mapped (OS files).
@@ -100,7 +102,7 @@ func (t *Table) truncate(size int64) error {
 
 // extend grows a mapped file so that it holds at least end bytes.
 func (t *Table) extend(end int64) error {
-	size := max(end, t.size+t.size/8, t.size+mapGrowMin)
+	size := max(end, t.size+min(max(t.size/8, mapGrowMin), mapGrowMax))
 	size = min((size+mapGrowMin-1)&^(mapGrowMin-1), int64(len(t.mm)))
 	if err := t.f.(mappable).allocate(t.size, size); err != nil {
 		return err

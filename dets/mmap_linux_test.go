@@ -71,3 +71,48 @@ func TestMappedDiskFull(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocateFD: an extension writes zeros after the file's bytes, to the
+// exact size; one that finds the disk full (a 1 MiB tmpfs) fails with
+// ENOSPC and leaves the file as it was.
+func TestAllocateFD(t *testing.T) {
+	check := func(t *testing.T, dir string, cur, size int64, wantErr error) {
+		t.Helper()
+		path := filepath.Join(dir, "ext")
+		head := slices.Repeat([]byte{0xAB}, int(cur))
+		rpWriteFile(t, path, head)
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		must(t, err)
+		defer f.Close()
+		err = allocateFD(int(f.Fd()), path, cur, size)
+		got := readFileT(t, path)
+		if wantErr != nil {
+			if !errors.Is(err, wantErr) {
+				t.Fatalf("extension to %d: %v, want %v", size, err, wantErr)
+			}
+			if !slices.Equal(got, head) {
+				t.Fatalf("after the failed extension the file has %d bytes, want its %d", len(got), cur)
+			}
+			return
+		}
+		must(t, err)
+		if int64(len(got)) != size || !slices.Equal(got[:cur], head) {
+			t.Fatalf("extension to %d: %d bytes, head intact %v", size, len(got), slices.Equal(got[:min(cur, int64(len(got)))], head))
+		}
+		if i := slices.IndexFunc(got[cur:], func(b byte) bool { return b != 0 }); i >= 0 {
+			t.Fatalf("extension to %d: byte %d is %#x, want 0", size, cur+int64(i), got[cur+int64(i)])
+		}
+	}
+	for _, c := range [][2]int64{{0, 1}, {100, 100}, {1000, 1 << 20}, {4097, 3<<20 + 5}} {
+		check(t, t.TempDir(), c[0], c[1], nil)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs")
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("mount not permitted: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	check(t, dir, 512<<10, 4<<20, syscall.ENOSPC)
+}
