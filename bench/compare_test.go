@@ -89,6 +89,12 @@ func speedRow(op string, goNs, otpNs, allocs, want float64) row {
 		fmt.Sprintf(">= %.0fx", want), verdict(r >= want)}
 }
 
+// refRow marks a row as for reference: it has no target of its own.
+func refRow(r row) row {
+	r.target, r.verdict = "(reference)", ""
+	return r
+}
+
 // TestCompareEngine: issue 3. Per-op insert, random lookup, scan per object
 // and open of a closed file, plus the file size, for each size.
 func TestCompareEngine(t *testing.T) {
@@ -109,10 +115,11 @@ func TestCompareEngine(t *testing.T) {
 		}
 
 		ins := testing.Benchmark(func(b *testing.B) { benchInsert(b, n) })
+		insLike := testing.Benchmark(func(b *testing.B) { benchInsertWith(b, n, dets.LikeOTP) })
 		look := testing.Benchmark(func(b *testing.B) { benchLookup(b, n) })
 		scan := testing.Benchmark(func(b *testing.B) { benchScan(b, n) })
 		open := testing.Benchmark(func(b *testing.B) { benchOpen(b, n) })
-		for name, r := range map[string]testing.BenchmarkResult{"insert": ins, "lookup": look, "scan": scan, "open": open} {
+		for name, r := range map[string]testing.BenchmarkResult{"insert": ins, "insert LikeOTP": insLike, "lookup": look, "scan": scan, "open": open} {
 			if r.N == 0 {
 				t.Fatalf("go %s benchmark failed", name)
 			}
@@ -122,6 +129,7 @@ func TestCompareEngine(t *testing.T) {
 			return float64(r.T.Nanoseconds()) / d, float64(r.MemAllocs) / d
 		}
 		insNs, insAl := perN(ins)
+		likeNs, likeAl := perN(insLike)
 		scanNs, scanAl := perN(scan)
 
 		fi, err := os.Stat(closedTable(t, n))
@@ -131,6 +139,7 @@ func TestCompareEngine(t *testing.T) {
 		goSize, otpSize := fi.Size(), res["insert"].Int("file_size")
 		rows := []row{
 			speedRow("insert (per object)", insNs, otpPer("insert"), insAl, 10),
+			refRow(speedRow("insert, LikeOTP", likeNs, otpPer("insert"), likeAl, 10)),
 			speedRow("lookup (random)", float64(look.NsPerOp()), otpPer("lookup"), float64(look.AllocsPerOp()), 10),
 			speedRow("scan (per object)", scanNs, otpPer("scan"), scanAl, 5),
 			speedRow("open (closed file)", float64(open.NsPerOp()), otpPer("open"), float64(open.AllocsPerOp()), 5),
