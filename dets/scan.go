@@ -26,9 +26,9 @@ import (
 //
 // (class: log2 of the bucket's buddy block, which bounds the bucket even
 // after an in-place rewrite), each with its exact bucket size beside it,
-// sorts them by pointer and reads the buckets
-// with few large preads: a bucket starting at most scanGap bytes after the
-// previous one joins its read, up to scanRead bytes. A window spans about
+// sorts them by pointer and reads the buckets with few large preads: a
+// bucket starting at most scanGap bytes after the previous one joins its
+// read, up to scanRead bytes. A window spans about
 // scanWindowKeys buckets' worth of the file, so that its reads cover
 // little besides its own buckets. Each read holds the lock and looks at
 // the slot entries again if the table changed since the window was
@@ -42,8 +42,9 @@ import (
 //
 // Memory is bounded whatever the table size: the packed entries, their
 // sizes and the sort's scratch take 24 bytes an entry of one window (at
-// most scanMax of them, 12 MiB), the visited set a bit a slot (4 MiB at the largest
-// table), the read buffer scanRead plus the largest bucket of a read.
+// most scanMax of them, 12 MiB), the visited set a bit a slot (4 MiB at
+// the largest table), the read buffer scanRead plus the largest bucket of
+// a read.
 const (
 	scanSlots = 1 << 18       // slots per window of the slot pass
 	scanMax   = 2 * scanSlots // entries per window at most
