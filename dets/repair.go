@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -595,19 +596,25 @@ func (x *entryIndex) sorted(slot func(repairEntry) uint32, nslots uint32, data [
 	return m, nil
 }
 
-// slotOrder orders es by (slot, off) with a counting sort over the slots,
-// which is stable: the scan emits entries in file order, so the result is
-// in offset order within each slot. It returns the objects' offsets in that
-// order (4 bytes per entry, not a second copy of the index: the build reads
-// each object's length from its <<ObjSz:32>> framing, and its slot from
-// ends), and ends[s], the index in offs after slot s's objects. It returns
-// false when es is not in offset order, an offset does not fit 32 bits, or
-// the slot table would be much larger than the index.
+// slotOrder orders es by (slot, off) with a two-level counting sort, which
+// is stable: the scan emits entries in file order, so the result is in
+// offset order within each slot. The first level distributes (slot, off)
+// pairs over at most 1<<slotOrderBits ranges of slots, the second orders
+// each range, whose counters fit in the CPU's caches; one counting sort
+// over all the slots at once spends most of its time in cache misses on
+// its counters and its output (130 ms of a 1M-object repair). It returns
+// the objects' offsets in that order (4 bytes per entry, not a second
+// copy of the index: the build reads each object's length from its
+// <<ObjSz:32>> framing, and its slot from ends), and ends[s], the index in
+// offs after slot s's objects. It returns false when es is not in offset
+// order, an offset does not fit 32 bits, or the slot table would be much
+// larger than the index.
 func slotOrder(es []repairEntry, slot func(repairEntry) uint32, nslots uint32) (offs, ends []uint32, ok bool) {
 	if len(es) == 0 || len(es) > math.MaxUint32 || uint64(nslots) > 4*uint64(len(es))+1<<16 {
 		return nil, nil, false
 	}
-	start := make([]uint32, nslots+1)
+	shift := max(bits.Len32(nslots-1)-slotOrderBits, 0) // slot>>shift: its range
+	var cnt [1<<slotOrderBits + 1]uint32
 	for i := range es {
 		if i > 0 && es[i].off <= es[i-1].off {
 			return nil, nil, false
@@ -616,20 +623,46 @@ func slotOrder(es []repairEntry, slot func(repairEntry) uint32, nslots uint32) (
 		if s >= nslots || es[i].off > math.MaxUint32 || es[i].off < 4 {
 			return nil, nil, false
 		}
-		start[s+1]++
+		cnt[s>>shift+1]++
 	}
-	for i := 1; i < len(start); i++ {
-		start[i] += start[i-1]
+	for r := 1; r < len(cnt); r++ {
+		cnt[r] += cnt[r-1]
 	}
-	offs = make([]uint32, len(es))
+	// First level: the pairs by range, slot in the high half.
+	pairs := make([]uint64, len(es))
+	next := cnt
 	for i := range es {
 		s := slot(es[i])
-		offs[start[s]] = uint32(es[i].off)
-		start[s]++
+		pairs[next[s>>shift]] = uint64(s)<<32 | es[i].off
+		next[s>>shift]++
 	}
-	// Each start has moved to its slot's end.
-	return offs, start[:nslots], true
+	// Second level: each range by slot, into offs.
+	offs = make([]uint32, len(es))
+	ends = make([]uint32, nslots)
+	width := uint32(1) << shift
+	for r := uint32(0); r<<shift < nslots; r++ {
+		lo, hi := cnt[r], cnt[r+1]
+		first := r << shift
+		local := ends[first:min(first+width, nslots)] // counts, then ends
+		for _, p := range pairs[lo:hi] {
+			local[uint32(p>>32)-first]++
+		}
+		sum := lo
+		for k, c := range local {
+			local[k] = sum // the slot's start for now
+			sum += c
+		}
+		for _, p := range pairs[lo:hi] {
+			k := uint32(p>>32) - first
+			offs[local[k]] = uint32(p)
+			local[k]++ // ends at the slot's end
+		}
+	}
+	return offs, ends, true
 }
+
+// slotOrderBits is log2 of slotOrder's number of slot ranges.
+const slotOrderBits = 11
 
 // orderIter yields the entries offs[i:end] of a slotOrder, the first of
 // them in slot s or later.

@@ -517,7 +517,7 @@ func TestRepairParallelBuild(t *testing.T) {
 // entry lies on its side of it.
 func TestRepairOrderSplit(t *testing.T) {
 	r := rand.New(rand.NewPCG(rpSeed(t), 22))
-	for _, tc := range []struct{ entries, slots int }{{1, 256}, {10, 256}, {1000, 256}, {1000, 4096}, {50000, 65536}, {3, 65536}} {
+	for _, tc := range []struct{ entries, slots int }{{1, 256}, {10, 256}, {1000, 256}, {1000, 4096}, {5000, 3072}, {50000, 65536}, {3, 65536}, {300000, 1 << 20}} {
 		// A fake file: entry i's object is n bytes at off, framed by
 		// <<4+n:32>> just before it.
 		var data []byte
