@@ -514,8 +514,18 @@ func TestRepairParallelBuild(t *testing.T) {
 // TestRepairOrderSplit checks the slot order and its division: the entries
 // come in (slot, offset) order with their lengths and slots, the halves
 // together are the whole order, the boundary is a segment start, and every
-// entry lies on its side of it.
+// entry lies on its side of it; with the two-level and the one-level sort.
 func TestRepairOrderSplit(t *testing.T) {
+	t.Run("two levels", testRepairOrderSplit)
+	t.Run("one level", func(t *testing.T) {
+		old := slotOrderTwoLevelMax
+		slotOrderTwoLevelMax = 0
+		t.Cleanup(func() { slotOrderTwoLevelMax = old })
+		testRepairOrderSplit(t)
+	})
+}
+
+func testRepairOrderSplit(t *testing.T) {
 	r := rand.New(rand.NewPCG(rpSeed(t), 22))
 	for _, tc := range []struct{ entries, slots int }{{1, 256}, {10, 256}, {1000, 256}, {1000, 4096}, {5000, 3072}, {50000, 65536}, {3, 65536}, {300000, 1 << 20}} {
 		// A fake file: entry i's object is n bytes at off, framed by
