@@ -35,7 +35,8 @@ import (
 // index (16 bytes per object, bounded by repairMemEntries) and one bucket at a
 // time. The in-memory sort replaces the index by the objects' offsets in
 // slot order (4 bytes per object) and the slots' ends (4 bytes per slot),
-// so the index is gone before the build.
+// so the index is gone before the build; up to 1Mi objects the sort also
+// holds 8 bytes per object of (slot, offset) pairs while it runs.
 //
 // Speed: on a large file the scan runs on two goroutines (runSplit), and so
 // does the build of a large in-memory index (two halves of the slots, see
