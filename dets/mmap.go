@@ -30,8 +30,8 @@ import (
 const (
 	mapAfterOps = 64
 	mapSpan     = 1 << 32
-	mapGrowMin  = 1 << 20 // smallest extension of a mapped file
-	mapGrowMax  = 32 << 20
+	mapGrowMin  = 1 << 20  // smallest extension of a mapped file
+	mapGrowMax  = 32 << 20 // largest: its zeros are dirty page cache until used
 )
 
 // mappable is implemented by files that can be memory-mapped (OS files).
@@ -39,9 +39,6 @@ type mappable interface {
 	// mapShared maps length bytes of the file, shared; writable adds
 	// PROT_WRITE.
 	mapShared(length int, writable bool) ([]byte, func() error, error)
-	// allocate extends the file from cur to size bytes, reserving disk
-	// blocks where the file system can.
-	allocate(cur, size int64) error
 }
 
 // countOp maps the file once enough bucket I/O has been done; an access
@@ -104,11 +101,36 @@ func (t *Table) truncate(size int64) error {
 func (t *Table) extend(end int64) error {
 	size := max(end, t.size+min(max(t.size/8, mapGrowMin), mapGrowMax))
 	size = min((size+mapGrowMin-1)&^(mapGrowMin-1), int64(len(t.mm)))
-	if err := t.f.(mappable).allocate(t.size, size); err != nil {
+	if err := extendWithZeros(t.f, t.size, size); err != nil {
 		return err
 	}
 	t.size = size
 	t.extended = true
+	return nil
+}
+
+// zeroBlock is what extendWithZeros writes (never written itself: it stays
+// on the zero page).
+var zeroBlock [256 << 10]byte
+
+// extendWithZeros extends f from cur to size bytes by writing zeros, so
+// that a full disk shows up here (a write reserves or allocates its
+// blocks) and not as a fault on a store into the map. Writes rather than
+// fallocate: stores into pages a write put in the page cache fault
+// cheaply, and ext4 writes them back in large pieces, while pages of
+// fallocated (unwritten) extents fault in one by one and write back
+// slowly. Filling 25 MB through the map and syncing it took 72-95 ms
+// this way against 131-155 ms after fallocate. A failed extension is cut
+// back to cur.
+func extendWithZeros(f File, cur, size int64) error {
+	for off := cur; off < size; {
+		n := min(int64(len(zeroBlock)), size-off)
+		if _, err := f.WriteAt(zeroBlock[:n], off); err != nil {
+			f.Truncate(cur) // best effort: the write's error is the one to report
+			return err
+		}
+		off += n
+	}
 	return nil
 }
 

@@ -72,19 +72,19 @@ func TestMappedDiskFull(t *testing.T) {
 	}
 }
 
-// TestAllocateFD: an extension writes zeros after the file's bytes, to the
-// exact size; one that finds the disk full (a 1 MiB tmpfs) fails with
-// ENOSPC and leaves the file as it was.
-func TestAllocateFD(t *testing.T) {
+// TestExtendWithZeros: an extension writes zeros after the file's bytes,
+// to the exact size; one that finds the disk full (a 1 MiB tmpfs) fails
+// with ENOSPC and leaves the file as it was.
+func TestExtendWithZeros(t *testing.T) {
 	check := func(t *testing.T, dir string, cur, size int64, wantErr error) {
 		t.Helper()
 		path := filepath.Join(dir, "ext")
 		head := slices.Repeat([]byte{0xAB}, int(cur))
 		rpWriteFile(t, path, head)
-		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		f, err := OSFS{}.OpenFile(path, os.O_RDWR, 0)
 		must(t, err)
 		defer f.Close()
-		err = allocateFD(int(f.Fd()), path, cur, size)
+		err = extendWithZeros(f, cur, size)
 		got := readFileT(t, path)
 		if wantErr != nil {
 			if !errors.Is(err, wantErr) {
