@@ -619,15 +619,13 @@ func slotOrder(es []repairEntry, slot func(repairEntry) uint32, nslots uint32) (
 	if len(es) == 0 || len(es) > math.MaxUint32 || uint64(nslots) > 4*uint64(len(es))+1<<16 {
 		return nil, nil, false
 	}
-	// One level: counters by slot (ends); two: by range first.
-	shift := 0
-	if len(es) <= slotOrderTwoLevelMax {
-		shift = max(bits.Len32(nslots-1)-slotOrderBits, 0)
-	}
-	var rangeCnt [1 << slotOrderBits]uint32
+	// One level counts by slot, in ends; two count by range first.
+	twoLevel := len(es) <= slotOrderTwoLevelMax
 	ends = make([]uint32, nslots)
-	cnt := ends
-	if len(es) <= slotOrderTwoLevelMax {
+	cnt, shift := ends, 0
+	var rangeCnt [1 << slotOrderBits]uint32
+	if twoLevel {
+		shift = max(bits.Len32(nslots-1)-slotOrderBits, 0)
 		cnt = rangeCnt[:(nslots-1)>>shift+1]
 	}
 	for i := range es {
@@ -639,7 +637,7 @@ func slotOrder(es []repairEntry, slot func(repairEntry) uint32, nslots uint32) (
 	}
 	toStarts(cnt, 0)
 	offs = make([]uint32, len(es))
-	if len(es) > slotOrderTwoLevelMax {
+	if !twoLevel {
 		for i := range es {
 			s := slot(es[i])
 			offs[ends[s]] = uint32(es[i].off)
