@@ -575,9 +575,7 @@ func (f rpFaultFile) Truncate(n int64) error {
 // complete new one, and a second repair completes it and leaves no
 // temporary file. The external sort is forced so that its file is covered.
 func TestRepairCrashSafety(t *testing.T) {
-	old := repairMemEntries
-	repairMemEntries = 50
-	t.Cleanup(func() { repairMemEntries = old })
+	setForTest(t, &repairMemEntries, 50)
 	r := rand.New(rand.NewPCG(rpSeed(t), 6))
 	for _, kind := range rpKinds {
 		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 400)

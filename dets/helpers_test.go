@@ -28,6 +28,13 @@ func testSeed(t testing.TB) int64 {
 	return s
 }
 
+// setForTest sets *v to x until the end of t.
+func setForTest[T any](t testing.TB, v *T, x T) {
+	old := *v
+	*v = x
+	t.Cleanup(func() { *v = old })
+}
+
 // openT opens a table and registers a cleanup that runs Check, then Close.
 func openT(t testing.TB, path string, opts Options) *Table {
 	t.Helper()

@@ -87,9 +87,7 @@ func TestMappedReadOfTruncatedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Growth's prefetch of a segment's buckets stops quietly at the fault.
-	old := touchMin
-	touchMin = 0
-	t.Cleanup(func() { touchMin = old })
+	setForTest(t, &touchMin, 0)
 	tab.mu.Lock()
 	tab.touchBuckets(seg[:])
 	tab.mu.Unlock()

@@ -64,9 +64,7 @@ func BenchmarkRepairFile(b *testing.B) {
 // files, including when the helper stops early for lack of room.
 func TestRepairSplitScanMatches(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(testSeed(t)), 7))
-	old := parallelScanMin
-	parallelScanMin = 0
-	t.Cleanup(func() { parallelScanMin = old })
+	setForTest(t, &parallelScanMin, 0)
 	procs := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
 	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
 

@@ -518,9 +518,7 @@ func TestRepairParallelBuild(t *testing.T) {
 func TestRepairOrderSplit(t *testing.T) {
 	t.Run("two levels", testRepairOrderSplit)
 	t.Run("one level", func(t *testing.T) {
-		old := slotOrderTwoLevelMax
-		slotOrderTwoLevelMax = 0
-		t.Cleanup(func() { slotOrderTwoLevelMax = old })
+		setForTest(t, &slotOrderTwoLevelMax, 0)
 		testRepairOrderSplit(t)
 	})
 }
@@ -589,9 +587,7 @@ func testRepairOrderSplit(t *testing.T) {
 func TestRepairParallelBuildFaults(t *testing.T) {
 	procs := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
 	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
-	old := parallelBuildMin
-	parallelBuildMin = 0
-	t.Cleanup(func() { parallelBuildMin = old })
+	setForTest(t, &parallelBuildMin, 0)
 	r := rand.New(rand.NewPCG(rpSeed(t), 23))
 	for _, kind := range rpKinds {
 		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 4000)

@@ -496,9 +496,7 @@ func TestAllCorruptLaterObject(t *testing.T) {
 func forScanWindows(t *testing.T, test func(*testing.T)) {
 	t.Run("windows=default", test)
 	t.Run("windows=small", func(t *testing.T) {
-		old := scanWindowKeys
-		scanWindowKeys = 40
-		t.Cleanup(func() { scanWindowKeys = old })
+		setForTest(t, &scanWindowKeys, 40)
 		test(t)
 	})
 }
