@@ -2,6 +2,7 @@ package dets
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -179,5 +180,34 @@ func TestRepairPacksBySizeClass(t *testing.T) {
 	}
 	if err := tab.Check(); err != nil {
 		t.Fatalf("check: %v", err)
+	}
+}
+
+// BenchmarkSlotOrder orders the index of a repair (random hashes, file
+// order) with the one-level and the two-level counting sort, side by side.
+func BenchmarkSlotOrder(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{100_000, 1_000_000} {
+		es := make([]repairEntry, n)
+		for i := range es {
+			es[i] = repairEntry{off: uint64(8 + 250*i), n: 100, hash: r.Uint32()}
+		}
+		nslots := uint32((n + slotsPerSeg - 1) / slotsPerSeg * slotsPerSeg)
+		m, nn := layoutFor(nslots)
+		slot := func(e repairEntry) uint32 { return slotOf(e.hash, m, nn) }
+		for _, levels := range []int{1, 2} {
+			b.Run(fmt.Sprintf("n=%d/levels=%d", n, levels), func(b *testing.B) {
+				if levels == 1 {
+					setForTest(b, &slotOrderTwoLevelMax, 0)
+				} else {
+					setForTest(b, &slotOrderTwoLevelMax, n)
+				}
+				for b.Loop() {
+					if _, _, ok := slotOrder(es, slot, nslots); !ok {
+						b.Fatal("no slot order")
+					}
+				}
+			})
+		}
 	}
 }
