@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/godets/godets/etf"
@@ -509,12 +510,16 @@ func rpFixMD5(b []byte) {
 // as a crash at that point would stop the repair.
 type rpFaultFS struct {
 	*rpMemFS
-	n, ops int
+	n   int
+	mu  sync.Mutex // the repair's writer and early fsyncs step concurrently
+	ops int
 }
 
 var errRPFault = errors.New("injected fault")
 
 func (f *rpFaultFS) step() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.ops++
 	if f.n > 0 && f.ops >= f.n {
 		return errRPFault

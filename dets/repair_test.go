@@ -17,10 +17,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/crashfs"
 	"github.com/godets/godets/internal/otptest"
 )
 
@@ -598,6 +600,69 @@ func TestRepairParallelBuildFaults(t *testing.T) {
 		if _, err := Repair("t.dets", Options{FS: split}, nil); err != nil || repairSplitBuilds.Load() == before {
 			t.Fatalf("%s: the build was not split (err %v)", kind, err)
 		}
+		rpEachFault(t, kind, img, want, func(ffs *rpFaultFS) {
+			if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
+				t.Fatalf("%s: %d objects, want %d", kind, len(got), len(want))
+			}
+		}, func(ffs *rpFaultFS, n int) {
+			if now := ffs.get("t.dets"); !bytes.Equal(now, img) {
+				if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
+					t.Fatalf("%s: fault at step %d left a new file with %d objects, want %d", kind, n, len(got), len(want))
+				}
+			}
+		})
+	}
+}
+
+// TestRepairEarlySync makes the repair's writer fsync the new file after
+// every write (earlySyncBytes): the fsyncs must happen while the writes go
+// on, a failed one must fail the repair even when every later fsync
+// succeeds (the kernel reports a write-back error once), and a fault at any
+// step, early fsyncs included, must leave the old file or the new one.
+func TestRepairEarlySync(t *testing.T) {
+	setForTest(t, &earlySyncBytes, 1)
+	r := rand.New(rand.NewPCG(rpSeed(t), 29))
+	for _, kind := range rpKinds {
+		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 3000)
+		want := m.sorted()
+
+		mfs := newRPMemFS()
+		mfs.put("t.dets", img)
+		if _, err := Repair("t.dets", Options{FS: mfs}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var writes, syncsBetween, last int
+		node := -1 // the new file's
+		for _, rec := range mfs.Log() {
+			switch {
+			case rec.Kind == crashfs.OpCreate && rec.Name == tmpPath("t.dets"):
+				node = rec.Node
+			case rec.Node != node:
+			case rec.Kind == crashfs.OpWrite:
+				writes++
+			case rec.Kind == crashfs.OpSync && writes > last:
+				syncsBetween++
+				last = writes
+			}
+		}
+		if syncsBetween < 2 {
+			t.Fatalf("%s: %d writes and %d fsyncs between them, want early fsyncs", kind, writes, syncsBetween)
+		}
+		if got := rpMemReopenClean(t, mfs, "t.dets", kind.String()); !slices.Equal(got, want) {
+			t.Fatalf("%s: %d objects, want %d", kind, len(got), len(want))
+		}
+
+		once := newRPMemFS()
+		once.put("t.dets", img)
+		once.Inject(crashfs.OpSync, 1, syscall.EIO, false)
+		if _, err := Repair("t.dets", Options{FS: once}, nil); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("%s: the first early fsync failed, and the repair returned %v", kind, err)
+		}
+		if !bytes.Equal(once.get("t.dets"), img) {
+			t.Fatalf("%s: a failed repair changed the file", kind)
+		}
+		rpMemNoTemps(t, once, kind.String())
+
 		rpEachFault(t, kind, img, want, func(ffs *rpFaultFS) {
 			if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
 				t.Fatalf("%s: %d objects, want %d", kind, len(got), len(want))

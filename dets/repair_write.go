@@ -580,6 +580,16 @@ const (
 // is back from the writer, so the memory in flight is bounded. take and
 // submit may be called from several goroutines; close from one, once they
 // are done.
+//
+// After every earlySyncBytes written, a third goroutine fsyncs the file
+// while the writes go on. The caller's fsync at the end is what makes the
+// file durable, but its cost is the data still to be flushed (on a virtual
+// disk, the host's cache too, which writeback alone does not empty): the
+// early fsyncs flush most of it while the build runs. Repair of dirty
+// OTP files, interleaved runs: 100k objects 95-124 -> 99-113 ms (medians
+// of eight pairs 111 -> 103), 1M 1003-1022 -> 792-858 ms. A failed early
+// fsync fails the writer: the kernel reports a write-back error once per
+// descriptor, so the final fsync might not see it again.
 type asyncWriter struct {
 	f      File
 	jobs   chan writeJob
@@ -588,10 +598,18 @@ type asyncWriter struct {
 	made   [numStreams]int         // buffers made so far
 	size   [numStreams]int         // their capacity
 	done   chan struct{}
-	err    error // set by the goroutine before failed; read after failed or done
+	errMu  sync.Mutex
+	err    error // the first failure, of a write or an early fsync
 	failed atomic.Bool
 	closed bool
+	kick   chan struct{} // asks for an early fsync; closed by loop when it ends
+	synced chan struct{} // closed when the early fsyncs are over
 }
+
+// earlySyncBytes is the amount written between early fsyncs (2, 4, 8 and
+// 16 MiB measured about the same). A variable so tests can make every
+// write kick one.
+var earlySyncBytes int64 = 4 << 20
 
 type writeJob struct {
 	b      []byte
@@ -600,28 +618,67 @@ type writeJob struct {
 }
 
 func newAsyncWriter(f File, nBuf, bufSize, nSeg, segSize int) *asyncWriter {
-	aw := &asyncWriter{f: f, jobs: make(chan writeJob, nBuf+nSeg), done: make(chan struct{})}
+	aw := &asyncWriter{f: f, jobs: make(chan writeJob, nBuf+nSeg), done: make(chan struct{}),
+		kick: make(chan struct{}, 1), synced: make(chan struct{})}
 	aw.free[bucketStream] = make(chan []byte, nBuf)
 	aw.free[segStream] = make(chan []byte, nSeg)
 	aw.size = [numStreams]int{bufSize, segSize}
+	go aw.syncLoop()
 	go aw.loop()
 	return aw
 }
 
 func (aw *asyncWriter) loop() {
 	defer close(aw.done)
+	defer close(aw.kick)
+	var unsynced int64
 	for j := range aw.jobs {
 		if !aw.failed.Load() {
 			if _, err := aw.f.WriteAt(j.b, j.off); err != nil {
-				aw.err = err
-				aw.failed.Store(true)
+				aw.fail(err)
 			}
 			startWriteback(aw.f, j.off, int64(len(j.b)))
+			if unsynced += int64(len(j.b)); unsynced >= earlySyncBytes {
+				unsynced = 0
+				select {
+				case aw.kick <- struct{}{}:
+				default: // one is pending: it will cover these writes too
+				}
+			}
 		}
 		if j.stream != noStream {
 			aw.free[j.stream] <- j.b[:0]
 		}
 	}
+}
+
+// syncLoop runs the early fsyncs that loop asks for.
+func (aw *asyncWriter) syncLoop() {
+	defer close(aw.synced)
+	for range aw.kick {
+		if aw.failed.Load() {
+			continue
+		}
+		if err := aw.f.Sync(); err != nil {
+			aw.fail(err)
+		}
+	}
+}
+
+// fail records the writer's first failure; later writes are skipped.
+func (aw *asyncWriter) fail(err error) {
+	aw.errMu.Lock()
+	defer aw.errMu.Unlock()
+	if aw.err == nil {
+		aw.err = err
+		aw.failed.Store(true)
+	}
+}
+
+func (aw *asyncWriter) firstErr() error {
+	aw.errMu.Lock()
+	defer aw.errMu.Unlock()
+	return aw.err
 }
 
 // take returns an empty buffer of stream s, making one while the stream
@@ -652,18 +709,20 @@ func (aw *asyncWriter) submit(s int, b []byte, off int64) error {
 		if s != noStream {
 			aw.free[s] <- b[:0]
 		}
-		return aw.err
+		return aw.firstErr()
 	}
 	aw.jobs <- writeJob{b: b, off: off, stream: s}
 	return nil
 }
 
-// close waits for the queued writes and returns the first error.
+// close waits for the queued writes and the early fsyncs, and returns the
+// first error.
 func (aw *asyncWriter) close() error {
 	if !aw.closed {
 		aw.closed = true
 		close(aw.jobs)
 	}
 	<-aw.done
-	return aw.err
+	<-aw.synced
+	return aw.firstErr()
 }
