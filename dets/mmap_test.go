@@ -108,6 +108,56 @@ func TestMappedReadOfTruncatedFile(t *testing.T) {
 	}
 }
 
+// TestMappedScanOfTruncatedFile: a traversal decodes a set's buckets
+// straight from the map; when another process truncates the file, the
+// fault falls back to reading, which reports the damage. Every object seen
+// before that is one that was inserted.
+func TestMappedScanOfTruncatedFile(t *testing.T) {
+	path := tmpFile(t, "t.dets")
+	tab, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tab.Close()
+	const n = 2000
+	for i := range n {
+		if err := tab.Insert(tup(etf.Int(i), bin(string(make([]byte, 200))))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := 0
+	for o, err := range tab.All() { // maps the file: its reads are large
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k, ok := keyOf(o, 1); !ok || k.(etf.Int) < 0 || k.(etf.Int) >= n {
+			t.Fatalf("object %v was never inserted", o)
+		}
+		seen++
+	}
+	if seen != n || tab.mm == nil {
+		t.Fatalf("saw %d objects of %d (mapped: %v)", seen, n, tab.mm != nil)
+	}
+	if err := os.Truncate(path, 64<<10); err != nil {
+		t.Fatal(err)
+	}
+	seen = 0
+	var last error
+	for o, err := range tab.All() {
+		if err != nil {
+			last = err
+			break
+		}
+		if k, ok := keyOf(o, 1); !ok || k.(etf.Int) < 0 || k.(etf.Int) >= n {
+			t.Fatalf("object %v was never inserted", o)
+		}
+		seen++
+	}
+	if !errors.Is(last, ErrCorrupt) || seen >= n {
+		t.Fatalf("after truncation to 64 KiB: %d objects, then %v; want ErrCorrupt", seen, last)
+	}
+}
+
 // TestCopyFromMapFault reads a page past the end of a mapped file directly.
 func TestCopyFromMapFault(t *testing.T) {
 	path := tmpFile(t, "f")

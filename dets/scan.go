@@ -38,7 +38,11 @@ import (
 // read once: after the address windows, a pass over the slots, scanSlots
 // of them at a time, picks up those not visited (their buckets moved into
 // a window already read, the window was full, or the table grew).
-// Decoding and the caller's loop body run without the lock.
+// The caller's loop body runs without the lock. So does decoding, except
+// for a set's buckets in a mapped file: those are decoded from the map
+// while the stretch is read (a copy of each read cost a sixth of the
+// traversal), so a writer may wait for one stretch's decoding, about
+// 50 µs.
 //
 // Memory is bounded whatever the table size: the packed entries, their
 // sizes and the sort's scratch take 24 bytes an entry of one window (at
@@ -88,7 +92,8 @@ type scanState struct {
 	buf       []byte      // the current read
 	extra     []byte      // buckets read on their own (moved, or suspect)
 	refs      []scanRef
-	objs      []etf.Term
+	objs      []etf.Term // scanDecode's objects of one bucket
+	out       []etf.Term // objects decoded from the map (inOut), or of one bucket
 	bd        etf.BatchDecoder
 
 	// Copied under the lock: InitTable may rewrite kind and keyPos.
@@ -96,18 +101,27 @@ type scanState struct {
 	keyPos int
 }
 
-// scanRef locates the body of one bucket of the current read.
+// scanRef locates the body of one bucket of the current read, or its
+// objects already decoded.
 type scanRef struct {
 	slot, ptr uint32 // for error messages
-	extra     bool   // in extra, not buf
-	off, n    int
+	where     uint8  // inBuf, inExtra or inOut
+	off, n    int    // bytes of buf or extra, or objects of out
 }
+
+const (
+	inBuf = iota
+	inExtra
+	inOut
+)
 
 var scanPool = sync.Pool{New: func() any { return new(scanState) }}
 
 func (st *scanState) release() {
 	clear(st.objs)
 	st.objs = st.objs[:0]
+	clear(st.out)
+	st.out = st.out[:0]
 	st.bd = etf.BatchDecoder{} // let the decoded terms' chunks go
 	if cap(st.buf) > 2*scanRead {
 		st.buf = nil
@@ -158,14 +172,13 @@ func (t *Table) All() iter.Seq2[etf.Term, error] {
 					return
 				}
 				for _, r := range st.refs {
-					o, objs := st.setObjects(r)
-					if o != nil {
-						if !yield(o, nil) {
-							return
-						}
-						continue
-					}
-					if objs == nil {
+					var objs []etf.Term
+					switch a := len(st.out); {
+					case r.where == inOut:
+						objs = st.out[r.off : r.off+r.n]
+					case st.decodeSet(st.body(r)):
+						objs = st.out[a:]
+					default:
 						var err error
 						if objs, err = t.scanDecode(st, r); err != nil {
 							yield(nil, err)
@@ -178,6 +191,8 @@ func (t *Table) All() iter.Seq2[etf.Term, error] {
 						}
 					}
 				}
+				clear(st.out) // the caller may keep what it was given, not st
+				st.out = st.out[:0]
 				i = j
 			}
 		}
@@ -367,6 +382,15 @@ func (t *Table) scanRead(st *scanState, ents []uint64, sizes []uint32) error {
 			hi = max(hi, p+int64(e.size))
 		}
 	}
+	if lo >= 0 && st.kind == Set && t.mm != nil && hi <= t.size {
+		var err error
+		if mapCopyFunc(func() { err = t.scanRefs(st, ents, t.mm[lo:hi], lo, true) }) {
+			return err
+		}
+		// A page of the map vanished: read as below, which reports why.
+		clear(st.out)
+		st.refs, st.extra, st.out = st.refs[:0], st.extra[:0], st.out[:0]
+	}
 	var w []byte
 	if lo >= 0 {
 		if int64(cap(st.buf)) < hi-lo {
@@ -377,15 +401,33 @@ func (t *Table) scanRead(st *scanState, ents []uint64, sizes []uint32) error {
 			w = nil // readBucket reports it
 		}
 	}
+	return t.scanRefs(st, ents, w, lo, false)
+}
+
+// scanRefs records in st.refs where the bodies of the buckets of ents are:
+// in w (the file from lo) if they are still there, else in st.extra. With
+// decode, w is the map, and the buckets in it are decoded now, under the
+// lock, into st.out; those that decodeSet leaves go to st.extra too. That
+// saves copying the read, a sixth of the time of a traversal.
+func (t *Table) scanRefs(st *scanState, ents []uint64, w []byte, lo int64, decode bool) error {
 	for k, x := range ents {
-		s, e := scanSlot(x), cur[k]
+		s, e := scanSlot(x), st.cur[k]
 		if e.size == 0 {
 			continue
 		}
 		if p := scanPtr(x); w != nil && int64(e.ptr) == p && plausibleEntry(e, t.fileEnd) {
 			b := w[p-lo : p-lo+int64(e.size)]
 			if be.Uint32(b) == e.size && be.Uint32(b[4:]) == statusActive {
-				st.refs = append(st.refs, scanRef{s, e.ptr, false, int(p-lo) + bucketHeaderSize, int(e.size) - bucketHeaderSize})
+				body := b[bucketHeaderSize:]
+				switch a := len(st.out); {
+				case !decode:
+					st.refs = append(st.refs, scanRef{s, e.ptr, inBuf, int(p-lo) + bucketHeaderSize, len(body)})
+				case st.decodeSet(body):
+					st.refs = append(st.refs, scanRef{s, e.ptr, inOut, a, len(st.out) - a})
+				default:
+					st.refs = append(st.refs, scanRef{s, e.ptr, inExtra, len(st.extra), len(body)})
+					st.extra = append(st.extra, body...)
+				}
 				continue
 			}
 		}
@@ -393,70 +435,61 @@ func (t *Table) scanRead(st *scanState, ents []uint64, sizes []uint32) error {
 		if err != nil {
 			return t.fail(err)
 		}
-		st.refs = append(st.refs, scanRef{s, e.ptr, true, len(st.extra), len(body)})
+		st.refs = append(st.refs, scanRef{s, e.ptr, inExtra, len(st.extra), len(body)})
 		st.extra = append(st.extra, body...)
 	}
 	return nil
 }
 
-// setObjects decodes the objects of the bucket of r when the table is a
-// set and every object of the bucket is valid (nearly always): the one
-// object of the bucket, or all of them in st.objs. Otherwise it returns
-// nil, nil, leaving the bucket to scanDecode, errors included. It saves
-// scanDecode's generality, a noticeable part of the cost of a small object.
-func (st *scanState) setObjects(r scanRef) (etf.Term, []etf.Term) {
-	if st.kind != Set {
-		return nil, nil
+// body returns the bytes of the bucket of r, which is not inOut.
+func (st *scanState) body(r scanRef) []byte {
+	b := st.buf
+	if r.where == inExtra {
+		b = st.extra
 	}
-	body := st.buf
-	if r.extra {
-		body = st.extra
+	return b[r.off : r.off+r.n]
+}
+
+// decodeSet appends to st.out the objects of a set's bucket body when every
+// one of them is valid (nearly always), and reports whether it did;
+// otherwise st.out is as it was, and the bucket is left to scanDecode,
+// errors included. It saves scanDecode's generality, a noticeable part of
+// the cost of a small object.
+func (st *scanState) decodeSet(body []byte) bool {
+	if st.kind != Set || len(body) == 0 {
+		return false // an empty bucket, which scanDecode checks
 	}
-	body = body[r.off : r.off+r.n]
-	var first etf.Term
-	st.objs = st.objs[:0]
+	a := len(st.out)
 	for len(body) > 0 {
-		if len(body) < 4 {
-			return nil, nil
+		n := uint32(0)
+		if len(body) >= 4 {
+			n = be.Uint32(body)
 		}
-		n := be.Uint32(body)
 		if n < 5 || n > uint32(len(body)) {
-			return nil, nil
+			break
 		}
 		o, err := st.bd.Decode(body[4:n])
 		if err != nil {
-			return nil, nil
+			break
 		}
 		if _, ok := keyOf(o, st.keyPos); !ok {
-			return nil, nil
+			break
 		}
+		st.out = append(st.out, o)
 		body = body[n:]
-		switch {
-		case first == nil && len(body) == 0:
-			return o, nil // the usual bucket of one
-		case first == nil:
-			first = o
-		default:
-			if len(st.objs) == 0 {
-				st.objs = append(st.objs, first)
-			}
-			st.objs = append(st.objs, o)
-		}
 	}
-	if first == nil {
-		return nil, nil // an empty bucket, which scanDecode checks
+	if len(body) > 0 {
+		clear(st.out[a:])
+		st.out = st.out[:a]
+		return false
 	}
-	return nil, st.objs
+	return true
 }
 
 // scanDecode decodes the objects of one bucket read by scanRead into
 // st.objs. It runs without the lock: the body is st's own copy.
 func (t *Table) scanDecode(st *scanState, r scanRef) ([]etf.Term, error) {
-	body := st.buf
-	if r.extra {
-		body = st.extra
-	}
-	body = body[r.off : r.off+r.n]
+	body := st.body(r)
 	objs := st.objs[:0]
 	var bErr *bucketError
 	if st.kind == Set {
