@@ -42,7 +42,8 @@ import (
 // does the build of a large in-memory index (two halves of the slots, see
 // tableWriter); the build encodes buckets straight into write buffers that
 // another goroutine writes, asking the kernel to start writeback of each
-// (Linux), so the fsync before the rename has little left; the replaced
+// (Linux), while a third fsyncs every few MiB (asyncWriter), so the fsync
+// before the rename has little left; the replaced
 // file is closed after the rename, off the caller's path.
 //
 // Kind rules, applied per key in file order (offset = sequence):
