@@ -3,6 +3,7 @@
 #   ./run.sh                 engine at 10k and 100k, repair at 100k, sessions
 #   BENCH_LARGE=1 ./run.sh   adds 1M (engine and repair)
 #   BENCH_SIZES=10000 ./run.sh   chosen sizes for engine and repair
+#   BENCH_ROUNDS=5 ./run.sh      interleaved engine rounds (default 3; medians)
 #   BENCH_REPORT=FILE        also appends the report to FILE
 # Needs escript (Erlang/OTP 25, apt-get install -y erlang-nox) on PATH.
 set -euo pipefail
