@@ -84,3 +84,25 @@ func BenchmarkCompareExact(b *testing.B) {
 	}
 	_ = sink
 }
+
+// BenchmarkValidate: the bench workload's object ({Binary, Binary}, which
+// has a fast path) and the mixed benchObject.
+func BenchmarkValidate(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		t    Term
+	}{{"pair", benchKey}, {"mixed", benchObject}} {
+		enc, err := Encode(c.t)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := Validate(enc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -23,6 +23,9 @@ import (
 // except for maps (checked for duplicate keys by decoding them), FLOAT_EXT
 // text and compressed input, which it hands to the decoder.
 func Validate(b []byte) error {
+	if _, _, ok := flatShape(b, math.MaxUint32); ok {
+		return nil // the commonest dets object, {Binary, Binary}, and kin
+	}
 	if len(b) == 0 || b[0] != tagVersion || (len(b) >= 2 && b[1] == tagCompressed) {
 		_, err := Decode(b)
 		return err
