@@ -16,16 +16,7 @@ import (
 // that finds the disk full fails with ENOSPC (no fault, no panic); every
 // insert acknowledged before it survives in a repair of the file.
 func TestMappedDiskFull(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a small tmpfs")
-	}
-	dir := t.TempDir()
-	// Like the lock tests' mounts: a container may refuse mount even to
-	// root, so this skips rather than fails there.
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=4m"); err != nil {
-		t.Skipf("mount not permitted: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	dir := smallTmpfs(t, "4m")
 
 	path := filepath.Join(dir, "full.dets")
 	tab, err := Open(path, Options{})
@@ -106,13 +97,22 @@ func TestExtendWithZeros(t *testing.T) {
 	for _, c := range [][2]int64{{0, 1}, {100, 100}, {1000, 1 << 20}, {4097, 3<<20 + 5}} {
 		check(t, t.TempDir(), c[0], c[1], nil)
 	}
+	dir := smallTmpfs(t, "1m")
+	check(t, dir, 512<<10, 4<<20, syscall.ENOSPC)
+}
+
+// smallTmpfs mounts a tmpfs of size (mount's notation) on a directory
+// that the test owns, or skips the test: it needs root, and, like the lock
+// tests' mounts, a container may refuse mount even to root.
+func smallTmpfs(t *testing.T, size string) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a small tmpfs")
 	}
 	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
 		t.Skipf("mount not permitted: %v", err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
-	check(t, dir, 512<<10, 4<<20, syscall.ENOSPC)
+	return dir
 }

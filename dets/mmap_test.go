@@ -54,21 +54,30 @@ func TestMappedReadsSeeWrites(t *testing.T) {
 	}
 }
 
-// TestMappedReadOfTruncatedFile truncates the file behind an open table
-// whose reads go through the map: the lookup must fail with ErrCorrupt (the
-// vanished page raises SIGBUS, turned into a fallback to pread), not crash.
-func TestMappedReadOfTruncatedFile(t *testing.T) {
+// truncationTable returns an open set of n objects {I, <<200 zeros>>}
+// whose file a test will truncate, closed at the end of the test. It is
+// not checked then: the file is damaged on purpose.
+func truncationTable(t *testing.T, n int) (string, *Table) {
+	t.Helper()
 	path := tmpFile(t, "t.dets")
 	tab, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tab.Close()
-	for i := range 2000 {
+	t.Cleanup(func() { tab.Close() })
+	for i := range n {
 		if err := tab.Insert(tup(etf.Int(i), bin(string(make([]byte, 200))))); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return path, tab
+}
+
+// TestMappedReadOfTruncatedFile truncates the file behind an open table
+// whose reads go through the map: the lookup must fail with ErrCorrupt (the
+// vanished page raises SIGBUS, turned into a fallback to pread), not crash.
+func TestMappedReadOfTruncatedFile(t *testing.T) {
+	path, tab := truncationTable(t, 2000)
 	for i := range 2 * mapAfterOps {
 		if _, err := tab.Lookup(etf.Int(i)); err != nil {
 			t.Fatal(err)
@@ -113,18 +122,8 @@ func TestMappedReadOfTruncatedFile(t *testing.T) {
 // fault falls back to reading, which reports the damage. Every object seen
 // before that is one that was inserted.
 func TestMappedScanOfTruncatedFile(t *testing.T) {
-	path := tmpFile(t, "t.dets")
-	tab, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tab.Close()
 	const n = 2000
-	for i := range n {
-		if err := tab.Insert(tup(etf.Int(i), bin(string(make([]byte, 200))))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	path, tab := truncationTable(t, n)
 	seen := 0
 	for o, err := range tab.All() { // maps the file: its reads are large
 		if err != nil {
