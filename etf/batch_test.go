@@ -395,3 +395,25 @@ func BenchmarkBatchDecode(b *testing.B) {
 		}
 	}
 }
+
+// TestNoZeroBytes: the unzeroed buffers behind the bytes chunks are empty,
+// have the room asked for, and are distinct arrays that keep what is
+// written into them.
+func TestNoZeroBytes(t *testing.T) {
+	var prev []byte
+	for _, n := range []int{1, 100, batchBytes, batchChunkMax} {
+		b := noZeroBytes(n)
+		if len(b) != 0 || cap(b) != n {
+			t.Fatalf("noZeroBytes(%d): len %d cap %d", n, len(b), cap(b))
+		}
+		b = append(b, bytes.Repeat([]byte{byte(n)}, n)...)
+		if prev != nil && &prev[0] == &b[0] {
+			t.Fatalf("noZeroBytes(%d) reused the previous array", n)
+		}
+		runtime.GC()
+		if !bytes.Equal(b, bytes.Repeat([]byte{byte(n)}, n)) {
+			t.Fatalf("noZeroBytes(%d): the bytes written changed", n)
+		}
+		prev = b
+	}
+}

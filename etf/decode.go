@@ -176,7 +176,7 @@ func (d *decoder) clone(n int) []byte {
 	}
 	if bd := d.batch; bd != nil && n <= batchMaxBinary {
 		if cap(bd.bytes)-len(bd.bytes) < n {
-			bd.bytes = newChunk(bd.bytes, batchBytes)
+			bd.bytes = newBytesChunk(bd.bytes)
 		}
 		a := len(bd.bytes)
 		bd.bytes = append(bd.bytes, src...)
