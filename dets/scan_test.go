@@ -549,3 +549,66 @@ func TestScanSortByPtr(t *testing.T) {
 		}
 	}
 }
+
+// TestScanPlaceByPtr: placement sorts a window whose entries start at
+// distinct blocks, at most twice as many blocks as entries, and keeps each
+// entry's size beside it; it declines a sparser window, or one where two
+// entries share a block, and leaves the entries as they were. Seeded:
+// -seed.
+func TestScanPlaceByPtr(t *testing.T) {
+	r := rand.New(rand.NewSource(testSeed(t)))
+	for _, n := range []int{256, 3000, 70_000} {
+		for _, c := range []struct {
+			name   string
+			blocks int
+			shared bool
+			placed bool
+		}{
+			{"every block", n, false, true},
+			{"dense", n + n/3, false, true},
+			{"twice", 2 * n, false, true},
+			{"sparse", 2*n + 1, false, false},
+			{"shared block", n + n/3, true, false},
+		} {
+			// The first and the last block always, so that the window
+			// spans exactly c.blocks blocks.
+			ks := []int{0, c.blocks - 1}
+			for _, k := range r.Perm(c.blocks - 2)[:n-2] {
+				ks = append(ks, k+1)
+			}
+			if c.shared {
+				ks[2] = ks[3+r.Intn(n-3)]
+			}
+			r.Shuffle(n, func(i, j int) { ks[i], ks[j] = ks[j], ks[i] })
+			var st scanState
+			for _, k := range ks {
+				e := slotEntry{size: uint32(k) + 1, ptr: uint32(1336 + 256*k)}
+				st.ents = append(st.ents, scanPack(uint32(r.Intn(1<<scanSlotBits)), e))
+				st.sizes = append(st.sizes, e.size)
+			}
+			before := slices.Clone(st.ents)
+			hi := uint64(1336 + 256*(c.blocks-1))
+			if got := st.placeByPtr(1336, hi, 8); got != c.placed {
+				t.Fatalf("n=%d %s: placeByPtr %v, want %v", n, c.name, got, c.placed)
+			}
+			if !c.placed {
+				if !slices.Equal(st.ents, before) {
+					t.Fatalf("n=%d %s: declined, but the entries changed", n, c.name)
+				}
+				continue
+			}
+			for i, x := range st.ents {
+				if i > 0 && scanPtr(x) <= scanPtr(st.ents[i-1]) {
+					t.Fatalf("n=%d %s: entry %d pointer %d after %d", n, c.name, i, scanPtr(x), scanPtr(st.ents[i-1]))
+				}
+				if int64(st.sizes[i]) != (scanPtr(x)-1336)/256+1 {
+					t.Fatalf("n=%d %s: entry %d lost its size", n, c.name, i)
+				}
+			}
+			slices.Sort(before)
+			if !slices.Equal(st.ents, before) {
+				t.Fatalf("n=%d %s: placement changed the entries", n, c.name)
+			}
+		}
+	}
+}
