@@ -52,8 +52,13 @@ func newChunk[T any](old []T, first int) []T {
 // first: every byte is written before a slice capped at it is handed out.
 // The zeroing was a fifteenth of a dets traversal.
 func newBytesChunk(old []byte) []byte {
-	return noZeroBytes(chunkCap(old, batchBytes))
+	return noZeroBytes(min(chunkCap(old, batchBytes), noZeroChunkMax))
 }
+
+// noZeroChunkMax bounds an unzeroed chunk: such an allocation is rounded
+// up to its size class first, and the class above 27264 bytes, 32768, is
+// served as a large object (pages of its own, see batchChunkMax).
+const noZeroChunkMax = 24 << 10
 
 func chunkCap[T any](old []T, first int) int {
 	var z T
