@@ -27,6 +27,12 @@ func newBuddy(base int64) *buddy {
 
 func blockSize(class int) int64 { return 1 << (class - 1) }
 
+// popShiftMax is the longest free list whose first block alloc takes by
+// moving the rest down (a short copy, no allocation later); a longer list
+// gives up its front slot instead, so that a long run of allocations
+// stays linear.
+const popShiftMax = 64
+
 // alloc returns the address of a block of at least size bytes: the lowest
 // address in the smallest class that has one, split down to the wanted
 // class. It fails with ErrFileTooLarge when the block would end beyond the
@@ -43,11 +49,20 @@ func (b *buddy) alloc(size int64) (int64, error) {
 	if p > maxBuddyClass {
 		return 0, ErrFileTooLarge
 	}
-	a := int64(b.free[p][0])
+	l := b.free[p]
+	a := int64(l[0])
 	if a+blockSize(want) > allocLimit {
 		return 0, ErrFileTooLarge
 	}
-	b.free[p] = b.free[p][1:]
+	if len(l) <= popShiftMax {
+		// Keep the array's front: a growing file takes and refills
+		// the same short lists at every split and free, and l[1:]
+		// would use up their capacity, to be allocated again.
+		copy(l, l[1:])
+		b.free[p] = l[:len(l)-1]
+	} else {
+		b.free[p] = l[1:]
+	}
 	for p > want {
 		p--
 		b.insert(p, a+blockSize(p))
