@@ -71,11 +71,30 @@ func chunkCap[T any](old []T, first int) int {
 // one-byte string are dropped unused, so no string ever sees the bytes
 // change.
 func noZeroBytes(n int) []byte {
+	if !builderOK {
+		return make([]byte, 0, n)
+	}
 	var sb strings.Builder
 	sb.Grow(n)
 	sb.WriteByte(0)
 	return unsafe.Slice(unsafe.StringData(sb.String()), n)[:0]
 }
+
+// builderOK reports whether a Builder's String shares the buffer that
+// Grow made, as noZeroBytes assumes (true of every Go release so far: a
+// Builder exists to build a string without a copy); if not, chunks are
+// made the usual way.
+var builderOK = func() bool {
+	var sb strings.Builder
+	sb.Grow(64)
+	sb.WriteByte(0)
+	s := sb.String()
+	if sb.Cap() < 64 {
+		return false
+	}
+	unsafe.Slice(unsafe.StringData(s), 64)[0] = 1 // s is dropped below
+	return sb.String()[0] == 1                    // the Builder's buffer saw it
+}()
 
 // batchChunkMax bounds a chunk's bytes: the runtime serves allocations up
 // to this size from its per-size caches; a larger one takes pages of its
