@@ -673,3 +673,62 @@ func TestRepairExternalSort(t *testing.T) {
 		}
 	}
 }
+
+// TestDamageSlotEntries: slot entries of a properly closed file changed
+// in ways the open does not check: two slots on one bucket, a pointer or a
+// size moved, two entries swapped. The tables are large enough for a
+// traversal window to be placed or radix-sorted (over 256 buckets), not
+// only insertion-sorted as in the small fixtures. Every case must end in
+// objects of the fixture or a typed error, never a panic (rpDamageCase).
+func TestDamageSlotEntries(t *testing.T) {
+	r := rand.New(rand.NewPCG(rpSeed(t), 9))
+	cases := 120
+	if testing.Short() {
+		cases = 30
+	}
+	for _, kind := range rpKinds {
+		fx := rpMakeFixture(t, kind, 600)
+		t.Run(kind.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			img := fx.img
+			// The slot entries, through the part table and the parts.
+			var entries []int
+			next := int(be.Uint32(img[offNext:]))
+			for s := 0; s < next; s += slotsPerSeg {
+				part := int(be.Uint32(img[partTableOff+4*(s/slotsPerPart):]))
+				seg := int(be.Uint32(img[part+4*(s%slotsPerPart/slotsPerSeg):]))
+				for i := range slotsPerSeg {
+					if be.Uint32(img[seg+slotEntrySize*i:]) != 0 {
+						entries = append(entries, seg+slotEntrySize*i)
+					}
+				}
+			}
+			if len(entries) < 256 {
+				t.Fatalf("only %d buckets: the traversal would not sort them", len(entries))
+			}
+			for c := range cases {
+				d := slices.Clone(img)
+				a, b := entries[r.IntN(len(entries))], entries[r.IntN(len(entries))]
+				var what string
+				switch c % 4 {
+				case 0:
+					copy(d[a:a+slotEntrySize], img[b:b+slotEntrySize])
+					what = fmt.Sprintf("entry at %d copied to %d", b, a)
+				case 1:
+					p := baseAddr + r.IntN(len(img)-baseAddr)
+					be.PutUint32(d[a+4:], uint32(p))
+					what = fmt.Sprintf("entry at %d points to %d", a, p)
+				case 2:
+					n := 1 + r.IntN(2048)
+					be.PutUint32(d[a:], uint32(n))
+					what = fmt.Sprintf("entry at %d has size %d", a, n)
+				case 3:
+					copy(d[a:a+slotEntrySize], img[b:b+slotEntrySize])
+					copy(d[b:b+slotEntrySize], img[a:a+slotEntrySize])
+					what = fmt.Sprintf("entries at %d and %d swapped", a, b)
+				}
+				rpDamageCase(t, dir, fx, d, what)
+			}
+		})
+	}
+}
