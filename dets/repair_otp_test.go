@@ -230,9 +230,15 @@ func otpKill(r0 *otptest.Runner, kind Kind, ps []otpKillPoint) error {
 // says it was not closed properly.
 func otpDirtyFiles(ps []otpKillPoint) int {
 	n := 0
+	var hdr [headerSize]byte
 	for _, p := range ps {
-		img, err := os.ReadFile(filepath.Join(p.dir, "t.dets"))
-		if err == nil && len(img) >= headerSize && be.Uint32(img[offClosed:]) == notProperlyClosed {
+		f, err := os.Open(filepath.Join(p.dir, "t.dets"))
+		if err != nil {
+			continue
+		}
+		_, err = f.ReadAt(hdr[:], 0)
+		f.Close()
+		if err == nil && be.Uint32(hdr[offClosed:]) == notProperlyClosed {
 			n++
 		}
 	}
