@@ -44,6 +44,11 @@ var (
 	// ErrNotSupported: the request needs a feature this build lacks (repair,
 	// the native format, update_counter on a bag).
 	ErrNotSupported = errors.New("dets: not supported")
+	// ErrAlreadyOpen: the file is already open in this process and the new
+	// open could write to it (or the open one can). Two handles writing one
+	// file would each trust a free list and a slot table that the other
+	// changes.
+	ErrAlreadyOpen = errors.New("dets: file is already open in this process")
 )
 
 // Errors returned by operations on an open table.

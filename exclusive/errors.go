@@ -140,6 +140,15 @@ func trimPrefix(err error) string {
 	return s
 }
 
+// CodedError is implemented by errors of packages built on this one (kinds)
+// that carry their own stable code and path-free sentence; Code and Message
+// report them. exclusive cannot import those packages, so they opt in.
+type CodedError interface {
+	error
+	SafeCode() string
+	SafeMessage() string
+}
+
 // acquisitionError classifies a lockfile error.
 func acquisitionError(err error) error {
 	var reason error
@@ -208,6 +217,10 @@ func Code(err error) string {
 			return "corrupt"
 		}
 		return "open_failed"
+	}
+	var coded CodedError
+	if errors.As(err, &coded) {
+		return coded.SafeCode()
 	}
 	return "error"
 }
