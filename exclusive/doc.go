@@ -66,15 +66,27 @@
 // ErrTimedOut, ErrUnsupportedFilesystem, ErrUnsafeAlias,
 // ErrUnsupportedTarget, ErrQuarantined or ErrAlreadyOpen, or nil for an
 // operating-system error; *SessionError with Stage OpenFailure (including
-// ErrNeedsRepair) or CallbackFailure; *CleanupError when closing the table
-// or releasing the lock failed.
+// ErrNeedsRepair), CallbackFailure or CloseFailure (a read-only table only);
+// *CleanupError when closing a read-write table or releasing the lock
+// failed.
 //
 // A cleanup failure quarantines the file in this process: when the table
 // failed to close the lock is kept until the process exits, and later
 // sessions on the file fail with ErrQuarantined. Stop using the file in this
 // process; never delete the sidecar to recover. Cleanup failures are logged
-// through log/slog (slog.Default) at Error level with
-// event=godets_exclusive_cleanup_failed (EventCleanupFailed).
+// through log/slog (slog.Default, or the logger given to SetLogger) at
+// Error level with event=godets_exclusive_cleanup_failed
+// (EventCleanupFailed).
+//
+// Quarantine is for the two cases where another owner could be harmed: a
+// read-write table whose Close failed (it may have unwritten state, so the
+// lock is kept), and a lock whose release failed. A read-only table has
+// nothing to flush: when its Close fails (for example with a read error the
+// callback already saw) the lock is released and nothing is quarantined.
+// That close error is returned beside the callback's: after a failed
+// callback as the *SessionError's Close field (the stage stays
+// CallbackFailure, since read errors belong to the callback), after a
+// successful one as a *SessionError of stage CloseFailure.
 //
 // Error() strings name paths, for trusted logs. For output shown to end
 // users use Code (a short stable identifier) and Message (one sentence);

@@ -76,6 +76,10 @@ type Stage uint8
 const (
 	OpenFailure     Stage = iota + 1 // dets.Open (including repair) failed
 	CallbackFailure                  // the callback returned an error
+	// CloseFailure: after a successful callback, closing a read-only table
+	// failed. Nothing was unwritten, so the lock was released and the file
+	// is not quarantined.
+	CloseFailure
 )
 
 func (s Stage) String() string {
@@ -84,27 +88,44 @@ func (s Stage) String() string {
 		return "open failed"
 	case CallbackFailure:
 		return "callback failed"
+	case CloseFailure:
+		return "closing the read-only table failed"
 	}
 	return fmt.Sprintf("Stage(%d)", uint8(s))
 }
 
-// SessionError: ownership was acquired, then opening the table or the
-// callback failed. The table was closed and the lock released before it was
-// returned (otherwise a *CleanupError is returned instead).
+// SessionError: ownership was acquired, then opening the table, the
+// callback, or closing a read-only table failed. The table was closed and
+// the lock released before it was returned (otherwise a *CleanupError is
+// returned instead).
 type SessionError struct {
 	Stage Stage
 	Err   error
+	// Close is set when, after the callback failed, closing the read-only
+	// table failed too (often with the same read error the callback saw).
+	// It quarantined nothing. Nil otherwise.
+	Close error
 }
 
 func (e *SessionError) Error() string {
-	return "exclusive: " + e.Stage.String() + ": " + e.Err.Error()
+	s := "exclusive: " + e.Stage.String() + ": " + e.Err.Error()
+	if e.Close != nil {
+		s += " (then " + trimPrefix(e.Close) + ")"
+	}
+	return s
 }
 
-func (e *SessionError) Unwrap() error { return e.Err }
+// Unwrap exposes Err and, if set, Close.
+func (e *SessionError) Unwrap() []error {
+	if e.Close == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Err, e.Close}
+}
 
-// CleanupError: closing the table or releasing the lock failed. The file is
-// quarantined in this process. Primary is the error the session would have
-// returned otherwise (nil after a successful callback).
+// CleanupError: closing a read-write table or releasing the lock failed.
+// The file is quarantined in this process. Primary is the error the session
+// would have returned otherwise (nil after a successful callback).
 type CleanupError struct {
 	Primary  error
 	Failures []error
@@ -205,8 +226,11 @@ func Code(err error) string {
 		}
 		return "os_error"
 	case errors.As(err, &se):
-		if se.Stage == CallbackFailure {
+		switch se.Stage {
+		case CallbackFailure:
 			return "callback_failed"
+		case CloseFailure:
+			return "close_failed"
 		}
 		switch {
 		case errors.Is(se.Err, dets.ErrNeedsRepair):
@@ -275,6 +299,8 @@ func Message(err error) string {
 		return "Opening the table failed: " + errnoText(se.Err) + "."
 	case "callback_failed":
 		return "The session callback returned an error."
+	case "close_failed":
+		return "Closing the read-only table failed; its lock was released."
 	case "cleanup_failed":
 		errors.As(err, &ce)
 		return fmt.Sprintf("Closing the table or releasing its lock failed (%d failure(s)); the table is quarantined in this process.", len(ce.Failures))

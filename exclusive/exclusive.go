@@ -73,9 +73,10 @@ var openElsewhere = func(l *lockfile.Lock) bool {
 // It returns nil only after the close and the release succeeded.
 //
 // Errors: ErrInvalidWait; *AcquisitionError (ErrBusy, ErrTimedOut, ...)
-// before the table is opened; *SessionError (OpenFailure, CallbackFailure)
-// after the table was closed and the lock released; *CleanupError when
-// closing or releasing failed, which quarantines the file in this process.
+// before the table is opened; *SessionError (OpenFailure, CallbackFailure,
+// CloseFailure) after the table was closed and the lock released;
+// *CleanupError when closing a read-write table or releasing the lock
+// failed, which quarantines the file in this process.
 //
 // A panic or runtime.Goexit in fn closes the table and releases the lock,
 // then continues with the original panic value.
@@ -92,8 +93,8 @@ func With(path string, opts Options, fn func(*dets.Table) error) error {
 }
 
 // Do is With for a callback that returns a value. The value is returned
-// with a nil error, a *SessionError of stage CallbackFailure, or a
-// *CleanupError.
+// with a nil error, a *SessionError of stage CallbackFailure or
+// CloseFailure, or a *CleanupError.
 func Do[T any](path string, opts Options, fn func(*dets.Table) (T, error)) (T, error) {
 	to := opts.Table
 	to.Repair = opts.Repair
@@ -109,6 +110,6 @@ func Do[T any](path string, opts Options, fn func(*dets.Table) (T, error)) (T, e
 	// the lock's re-check opened instead of opening the path again. A
 	// custom FS must see every open, and a read-only session would need
 	// a read-only descriptor, so both open by path.
-	openData := !to.ReadOnly && to.FS == nil
-	return run(path, opts.Wait, opts.hooks, openData, open, fn)
+	mode := runMode{openData: !to.ReadOnly && to.FS == nil, readOnly: to.ReadOnly}
+	return run(path, opts.Wait, opts.hooks, mode, open, fn)
 }

@@ -5,20 +5,40 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/godets/godets/internal/lockfile"
 )
 
-// Log events. Cleanup failures are logged at Error level through
-// slog.Default with the attribute event=EventCleanupFailed, plus path (the
+// Log events. Cleanup failures that quarantine the file are logged at
+// Error level with the attribute event=EventCleanupFailed, plus path (the
 // resolved data path), cause ("return" or "panic_or_goexit"), failures and
-// primary. Logs may name paths; they are meant for trusted operators.
+// primary. A read-only table that failed to close during a panic or
+// runtime.Goexit, when no error can be returned, is logged at Warn level
+// with event=EventCloseFailed. Logs may name paths; they are meant for
+// trusted operators. SetLogger chooses where they go.
 const (
 	EventCleanupFailed = "godets_exclusive_cleanup_failed"
+	EventCloseFailed   = "godets_exclusive_read_only_close_failed"
 )
 
-// logger is replaced in tests.
-var logger = slog.Default
+// logger is where log records go; nil means slog.Default.
+var logger atomic.Pointer[slog.Logger]
+
+// SetLogger sends this package's log records to l; nil restores the
+// default, slog.Default() at the time of each record. To silence them (a
+// command whose stderr is its own one-line message), pass
+// slog.New(slog.DiscardHandler). The errors are returned to the caller
+// either way; the log is for operators of long-running processes, who must
+// learn of a quarantine even when the caller drops the error.
+func SetLogger(l *slog.Logger) { logger.Store(l) }
+
+func currentLogger() *slog.Logger {
+	if l := logger.Load(); l != nil {
+		return l
+	}
+	return slog.Default()
+}
 
 // registry is the process-wide view of sessions. The kernel lock already
 // excludes a second session in this process (flock is per open file
@@ -79,10 +99,22 @@ type testHooks struct {
 
 // session is one owned table: the lock, and the table once open.
 type session[R closer] struct {
-	lock  *lockfile.Lock
-	table R
-	hooks *testHooks
-	done  bool
+	lock     *lockfile.Lock
+	table    R
+	hooks    *testHooks
+	readOnly bool // a failed close cannot have left unwritten state
+	done     bool
+}
+
+// runMode says how run treats the data file.
+type runMode struct {
+	// openData: the lock opens an existing data file read-write while it
+	// re-checks it; open should take it with TakeDataFD (Unlock closes it
+	// otherwise).
+	openData bool
+	// readOnly: the table is opened read-only, so a failed close leaves
+	// nothing unwritten and does not quarantine the file.
+	readOnly bool
 }
 
 // noHooks is the production testHooks, shared so that run allocates none.
@@ -90,10 +122,7 @@ var noHooks testHooks
 
 // run is the whole session protocol, generic over the table type:
 // validate wait → resolve → acquire → open(lock) → fn → close → release.
-// With openData the lock opens an existing data file read-write while it
-// re-checks it; open should take it with TakeDataFD (Unlock closes it
-// otherwise).
-func run[T any, R closer](path string, wait Wait, hooks *testHooks, openData bool, open func(*lockfile.Lock) (R, error), fn func(R) (T, error)) (T, error) {
+func run[T any, R closer](path string, wait Wait, hooks *testHooks, mode runMode, open func(*lockfile.Lock) (R, error), fn func(R) (T, error)) (T, error) {
 	var zero T
 	if wait.d < 0 {
 		return zero, ErrInvalidWait
@@ -107,14 +136,14 @@ func run[T any, R closer](path string, wait Wait, hooks *testHooks, openData boo
 	// Resolution and the quarantine check by path (Refuse) happen inside
 	// Acquire, before any lock attempt, and again if the path turns out to
 	// resolve elsewhere under the lock. The wait covers resolution too.
-	lock, err := lockfile.Acquire(path, lockfile.Options{Wait: wait.d, Hooks: hooks.lock, Refuse: refuseQuarantined, OpenData: openData})
+	lock, err := lockfile.Acquire(path, lockfile.Options{Wait: wait.d, Hooks: hooks.lock, Refuse: refuseQuarantined, OpenData: mode.openData})
 	if err != nil {
 		if errors.Is(err, errRefused) {
 			return zero, &AcquisitionError{Reason: ErrQuarantined}
 		}
 		return zero, acquisitionError(err)
 	}
-	s := session[R]{lock: lock, hooks: hooks}
+	s := session[R]{lock: lock, hooks: hooks, readOnly: mode.readOnly}
 	registry.Lock()
 	refused := registry.quarantID[lock.ID()]
 	registry.Unlock()
@@ -150,32 +179,52 @@ func run[T any, R closer](path string, wait Wait, hooks *testHooks, openData boo
 	// done.
 	defer func() {
 		if !s.done {
-			if errs := s.finish(); len(errs) > 0 {
+			errs, closeErr := s.finish()
+			switch {
+			case len(errs) > 0:
+				if closeErr != nil {
+					errs = append(errs, closeErr)
+				}
 				s.logFailure(nil, errs, "panic_or_goexit")
+			case closeErr != nil:
+				s.logCloseFailure(closeErr, "panic_or_goexit")
 			}
 		}
 	}()
 	v, ferr := fn(table)
+	errs, closeErr := s.finish()
 	var primary error
-	if ferr != nil {
-		primary = &SessionError{Stage: CallbackFailure, Err: ferr}
+	switch {
+	case ferr != nil:
+		primary = &SessionError{Stage: CallbackFailure, Err: ferr, Close: closeErr}
+	case closeErr != nil:
+		primary = &SessionError{Stage: CloseFailure, Err: closeErr}
 	}
-	if errs := s.finish(); len(errs) > 0 {
+	if len(errs) > 0 {
 		return v, s.cleanupFailed(primary, errs, "return")
 	}
 	return v, primary
 }
 
-// finish closes the table, then releases the lock. If close fails the lock
-// is kept and the file quarantined: the table's state on disk is unknown, and
-// another owner must not start on it while this process lives.
-func (s *session[R]) finish() []error {
+// finish closes the table, then releases the lock. It returns the failures
+// that quarantined the file and, apart, the failed close of a read-only
+// table, which quarantines nothing.
+//
+// A read-write table that fails to close may have unwritten state: the lock
+// is kept and the file quarantined, so that no other owner starts on it
+// while this process lives. A read-only table has nothing to flush, and
+// dets closes its descriptor whatever Close returns (a stored read error,
+// say), so its lock is released as after a good close.
+func (s *session[R]) finish() (errs []error, readOnlyClose error) {
 	s.done = true
 	if err := s.table.Close(); err != nil {
-		quarantine(s.lock.DataPath(), s.lock.ID(), s.lock)
-		return []error{fmt.Errorf("exclusive: closing table: %w", err)}
+		if !s.readOnly {
+			quarantine(s.lock.DataPath(), s.lock.ID(), s.lock)
+			return []error{fmt.Errorf("exclusive: closing table: %w", err)}, nil
+		}
+		readOnlyClose = fmt.Errorf("exclusive: closing read-only table: %w", err)
 	}
-	return s.release()
+	return s.release(), readOnlyClose
 }
 
 // release gives up the lock; a failure quarantines the file (a failed
@@ -216,5 +265,10 @@ func (s *session[R]) logFailure(primary error, errs []error, cause string) {
 	if primary != nil {
 		attrs = append(attrs, "primary", primary.Error())
 	}
-	logger().Error("exclusive: session cleanup failed; file quarantined in this process", attrs...)
+	currentLogger().Error("exclusive: session cleanup failed; file quarantined in this process", attrs...)
+}
+
+func (s *session[R]) logCloseFailure(err error, cause string) {
+	currentLogger().Warn("exclusive: closing a read-only table failed; lock released, file not quarantined",
+		"event", EventCloseFailed, "path", s.lock.DataPath(), "cause", cause, "failure", err.Error())
 }

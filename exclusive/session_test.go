@@ -59,6 +59,7 @@ type fixture struct {
 	opens    atomic.Int32
 	openErr  error
 	closeErr error
+	readOnly bool // the fake table counts as opened read-only
 	tables   []*fakeTable
 	hooks    *testHooks
 }
@@ -85,7 +86,7 @@ func (f *fixture) open(l *lockfile.Lock) (*fakeTable, error) {
 }
 
 func session1[T any](f *fixture, wait Wait, fn func(*fakeTable) (T, error)) (T, error) {
-	return run(f.path, wait, f.hooks, false, f.open, fn)
+	return run(f.path, wait, f.hooks, runMode{readOnly: f.readOnly}, f.open, fn)
 }
 
 func (f *fixture) run(wait Wait, fn func(*fakeTable) error) error {
@@ -116,10 +117,8 @@ func lockIsFree(t *testing.T, path string) bool {
 func captureLog(t *testing.T) *syncBuffer {
 	t.Helper()
 	buf := &syncBuffer{}
-	old := logger
-	lg := slog.New(slog.NewTextHandler(buf, nil))
-	logger = func() *slog.Logger { return lg }
-	t.Cleanup(func() { logger = old })
+	SetLogger(slog.New(slog.NewTextHandler(buf, nil)))
+	t.Cleanup(func() { SetLogger(nil) })
 	return buf
 }
 
