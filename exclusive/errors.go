@@ -20,6 +20,10 @@ var (
 	// ErrNilCallback: With or Do was given a nil callback. Returned before
 	// any file system access.
 	ErrNilCallback = errors.New("exclusive: nil callback")
+	// ErrInvalidOptions: the session's Options contradict themselves (see
+	// Options.Table); every *OptionsError matches it. Returned before any
+	// file system access.
+	ErrInvalidOptions = errors.New("exclusive: invalid options")
 	// ErrBusy: another owner held the lock and the wait was Immediate.
 	ErrBusy = errors.New("exclusive: table is busy: another owner holds its lock")
 	// ErrTimedOut: the lock stayed held until the wait ended.
@@ -44,6 +48,27 @@ var (
 	// ErrCleanupFailed matches every *CleanupError.
 	ErrCleanupFailed = errors.New("exclusive: session cleanup failed")
 )
+
+// OptionsError says which settings of Options conflict. It matches
+// ErrInvalidOptions and dets.ErrInvalidOptions; ForceRepair in a read-only
+// session also matches dets.ErrReadOnly, the error dets.Open gives it.
+type OptionsError struct {
+	Field  string // the Options field in conflict: "Repair"
+	Reason string // what conflicts; it names no path
+	// readOnly: a forced repair asked of a read-only session.
+	readOnly bool
+}
+
+func (e *OptionsError) Error() string {
+	return "exclusive: invalid options: " + e.Field + ": " + e.Reason
+}
+
+// Is matches ErrInvalidOptions, dets.ErrInvalidOptions, and for a
+// read-only forced repair dets.ErrReadOnly.
+func (e *OptionsError) Is(target error) bool {
+	return target == ErrInvalidOptions || target == dets.ErrInvalidOptions ||
+		e.readOnly && target == dets.ErrReadOnly
+}
 
 // AcquisitionError: the session did not get ownership; the table was not
 // opened and the callback did not run.
@@ -207,6 +232,8 @@ func Code(err error) string {
 		return "invalid_wait"
 	case errors.Is(err, ErrNilCallback):
 		return "invalid_callback"
+	case errors.Is(err, ErrInvalidOptions):
+		return "invalid_options"
 	case errors.As(err, &ae):
 		switch ae.Reason {
 		case ErrBusy:
@@ -263,6 +290,12 @@ func Message(err error) string {
 		return "The wait duration is negative."
 	case "invalid_callback":
 		return "No session callback was given."
+	case "invalid_options":
+		var oe *OptionsError
+		if errors.As(err, &oe) {
+			return "The session options conflict (" + oe.Field + ": " + oe.Reason + ")."
+		}
+		return "The session options conflict."
 	case "busy":
 		return "The table is busy: another owner holds its lock."
 	case "timed_out":

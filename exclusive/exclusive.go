@@ -48,7 +48,10 @@ type Options struct {
 	Wait Wait
 	// Table supplies kind, key position, format and the rest of dets.Options
 	// for the open (Durability LikeOTP saves one fsync per write session).
-	// Repair and ReadOnly above override Table's fields.
+	// Its Repair and ReadOnly merge with the fields above: a setting made
+	// on one side only (a non-zero Repair, a true ReadOnly) applies, and
+	// two different repair modes are an *OptionsError (see
+	// ErrInvalidOptions).
 	Table dets.Options
 
 	hooks *testHooks
@@ -96,9 +99,11 @@ func With(path string, opts Options, fn func(*dets.Table) error) error {
 // with a nil error, a *SessionError of stage CallbackFailure or
 // CloseFailure, or a *CleanupError.
 func Do[T any](path string, opts Options, fn func(*dets.Table) (T, error)) (T, error) {
-	to := opts.Table
-	to.Repair = opts.Repair
-	to.ReadOnly = opts.ReadOnly
+	to, err := opts.tableOptions()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
 	open := func(l *lockfile.Lock) (*dets.Table, error) {
 		if fd, size, ok := l.TakeDataFD(); ok {
 			id, _ := l.DataID()
@@ -112,4 +117,33 @@ func Do[T any](path string, opts Options, fn func(*dets.Table) (T, error)) (T, e
 	// a read-only descriptor, so both open by path.
 	mode := runMode{openData: !to.ReadOnly && to.FS == nil, readOnly: to.ReadOnly}
 	return run(path, opts.Wait, opts.hooks, mode, open, fn)
+}
+
+// tableOptions merges Repair and ReadOnly into Table's options, refusing
+// settings that contradict each other before anything is touched.
+//
+// A side that leaves a field at its zero value defers to the other, so
+// NoRepair and ReadOnly false cannot be insisted on against the other
+// side. A read-only session with AutoRepair is allowed and follows dets: a
+// closed file opens read-only, one that needs repair gives
+// dets.ErrNotClosed untouched. ForceRepair always writes, so with ReadOnly
+// it is refused here rather than after the lock is taken (dets.Open would
+// give dets.ErrReadOnly).
+func (o *Options) tableOptions() (dets.Options, error) {
+	to := o.Table
+	switch r, t := o.Repair, o.Table.Repair; {
+	case r > dets.ForceRepair:
+		return to, &OptionsError{Field: "Repair", Reason: "unknown repair mode " + r.String() + " in Options"}
+	case t > dets.ForceRepair:
+		return to, &OptionsError{Field: "Repair", Reason: "unknown repair mode " + t.String() + " in Options.Table"}
+	case r != dets.NoRepair && t != dets.NoRepair && r != t:
+		return to, &OptionsError{Field: "Repair", Reason: r.String() + " in Options, " + t.String() + " in Options.Table"}
+	case r != dets.NoRepair:
+		to.Repair = r
+	}
+	to.ReadOnly = o.ReadOnly || o.Table.ReadOnly
+	if to.ReadOnly && to.Repair == dets.ForceRepair {
+		return to, &OptionsError{Field: "Repair", Reason: "a forced repair writes, and the session is read-only", readOnly: true}
+	}
+	return to, nil
 }
