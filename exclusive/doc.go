@@ -105,6 +105,68 @@
 // users use Code (a short stable identifier) and Message (one sentence);
 // neither contains a path or text from the callback's error.
 //
+// # Codes
+//
+// Code names the outcome of a session; CauseCode names what caused it.
+// They differ for a failed callback: its Code is callback_failed whatever
+// the callback returned (the table was opened; the failure is the
+// caller's work), and its CauseCode is the code of the callback's error,
+// such as corrupt for a read that met damage, or busy for a nested session
+// that did not start. An open failure's Code is already its cause's. A
+// nested session's failure returned by a callback is never the outer
+// session's own: errors.Is still matches ErrBusy through the chain, but
+// errors.As finds an *AcquisitionError with Nested set.
+//
+// Codes of this package, before the table is opened:
+//
+//	invalid_wait            ErrInvalidWait
+//	invalid_callback        ErrNilCallback
+//	invalid_options         *OptionsError, ErrInvalidOptions
+//	busy                    *AcquisitionError, ErrBusy
+//	timed_out               *AcquisitionError, ErrTimedOut
+//	unsupported_filesystem  *AcquisitionError, ErrUnsupportedFilesystem
+//	unsafe_alias            *AcquisitionError, ErrUnsafeAlias
+//	unsupported_target      *AcquisitionError, ErrUnsupportedTarget
+//	quarantined             *AcquisitionError, ErrQuarantined
+//	already_open            *AcquisitionError, ErrAlreadyOpen
+//	os_error                *AcquisitionError with a nil Reason
+//
+// and after it was opened:
+//
+//	open_failed             *SessionError, OpenFailure, with a cause that has no code
+//	callback_failed         *SessionError, CallbackFailure
+//	close_failed            *SessionError, CloseFailure (read-only table)
+//	cleanup_failed          *CleanupError, ErrCleanupFailed
+//
+// Codes of dets errors, the Code of an open failure they cause, and the
+// CauseCode of a callback failure:
+//
+//	needs_repair            dets.ErrNeedsRepair (= ErrNeedsRepair)
+//	not_closed              dets.ErrNotClosed
+//	not_dets                dets.ErrNotDETS
+//	unsupported_version     dets.ErrUnsupportedVersion
+//	bad_type_code           dets.ErrBadTypeCode
+//	bad_hash_method         dets.ErrBadHashMethod
+//	unsupported_hash        dets.ErrUnsupportedHash
+//	kind_mismatch           dets.ErrKindMismatch
+//	keypos_mismatch         dets.ErrKeyPosMismatch
+//	invalid_table_options   dets.ErrInvalidOptions
+//	not_supported           dets.ErrNotSupported
+//	double_open             dets.ErrAlreadyOpen
+//	corrupt                 dets.ErrCorrupt, *dets.CorruptionError
+//	file_too_large          dets.ErrFileTooLarge
+//	read_only               dets.ErrReadOnly
+//	table_closed            dets.ErrClosed
+//	bad_object              dets.ErrBadObject
+//	no_such_key             dets.ErrNoSuchKey
+//	bad_argument            dets.ErrBadArgument
+//
+// Errors of other packages built on this one (kinds) carry their own code
+// and sentence by implementing CodedError. Code is "ok" for nil and
+// "error" for an error with no code anywhere in its chain. When an error
+// wraps several with codes, the outermost wins: dets.ErrNeedsRepair over
+// the corruption that made the file need repair.
+//
 // # What sessions do not give
 //
 // All programs sharing a file must use sessions, readers included: raw

@@ -3,8 +3,6 @@ package exclusive
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"syscall"
 
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/internal/lockfile"
@@ -71,7 +69,9 @@ func (e *OptionsError) Is(target error) bool {
 }
 
 // AcquisitionError: the session did not get ownership; the table was not
-// opened and the callback did not run.
+// opened and the callback did not run. With Nested set it belongs to a
+// session started inside another session's callback: the outer session
+// was acquired, its callback ran and returned this error.
 type AcquisitionError struct {
 	// Reason is one of the acquisition sentinels (ErrBusy, ErrTimedOut,
 	// ErrUnsupportedFilesystem, ErrUnsafeAlias, ErrUnsupportedTarget,
@@ -79,6 +79,10 @@ type AcquisitionError struct {
 	Reason error
 	// Err is the underlying detail; it may name paths (for trusted logs).
 	Err error
+	// Nested is set on what errors.As finds through a *SessionError of
+	// stage CallbackFailure (a copy; the callback's own value is left
+	// alone). A session's own acquisition failure is never nested.
+	Nested bool
 }
 
 func (e *AcquisitionError) Error() string {
@@ -138,6 +142,24 @@ func (e *SessionError) Error() string {
 		s += " (then " + trimPrefix(e.Close) + ")"
 	}
 	return s
+}
+
+// As makes errors.As find an *AcquisitionError inside a callback failure
+// as a copy with Nested set, so that a nested session's failure to start
+// is never taken for this session's own.
+func (e *SessionError) As(target any) bool {
+	p, ok := target.(**AcquisitionError)
+	if !ok || e.Stage != CallbackFailure {
+		return false
+	}
+	var inner *AcquisitionError
+	if !errors.As(e.Err, &inner) {
+		return false
+	}
+	c := *inner
+	c.Nested = true
+	*p = &c
+	return true
 }
 
 // Unwrap exposes Err and, if set, Close.
@@ -211,147 +233,4 @@ func acquisitionError(err error) error {
 		reason = ErrUnsupportedTarget
 	}
 	return &AcquisitionError{Reason: reason, Err: err}
-}
-
-// Code returns a short, stable, path-free code for err: "ok" for nil, then
-// one of invalid_wait, invalid_callback, busy, timed_out, unsupported_filesystem, unsafe_alias,
-// unsupported_target, quarantined, already_open, os_error, needs_repair,
-// not_dets, corrupt, open_failed, callback_failed, cleanup_failed, or "error"
-// for an error that did not come from this package.
-func Code(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	var ce *CleanupError
-	var ae *AcquisitionError
-	var se *SessionError
-	switch {
-	case errors.As(err, &ce):
-		return "cleanup_failed"
-	case errors.Is(err, ErrInvalidWait):
-		return "invalid_wait"
-	case errors.Is(err, ErrNilCallback):
-		return "invalid_callback"
-	case errors.Is(err, ErrInvalidOptions):
-		return "invalid_options"
-	case errors.As(err, &ae):
-		switch ae.Reason {
-		case ErrBusy:
-			return "busy"
-		case ErrTimedOut:
-			return "timed_out"
-		case ErrUnsupportedFilesystem:
-			return "unsupported_filesystem"
-		case ErrUnsafeAlias:
-			return "unsafe_alias"
-		case ErrUnsupportedTarget:
-			return "unsupported_target"
-		case ErrQuarantined:
-			return "quarantined"
-		case ErrAlreadyOpen:
-			return "already_open"
-		}
-		return "os_error"
-	case errors.As(err, &se):
-		switch se.Stage {
-		case CallbackFailure:
-			return "callback_failed"
-		case CloseFailure:
-			return "close_failed"
-		}
-		switch {
-		case errors.Is(se.Err, dets.ErrNeedsRepair):
-			return "needs_repair"
-		case errors.Is(se.Err, dets.ErrNotDETS):
-			return "not_dets"
-		case errors.Is(se.Err, dets.ErrCorrupt):
-			return "corrupt"
-		}
-		return "open_failed"
-	}
-	var coded CodedError
-	if errors.As(err, &coded) {
-		return coded.SafeCode()
-	}
-	return "error"
-}
-
-// Message returns one human sentence for err that names no path and quotes
-// no text from the callback, safe to show to end users. Paths and details
-// belong in trusted logs (err.Error()).
-func Message(err error) string {
-	var ae *AcquisitionError
-	var ce *CleanupError
-	var se *SessionError
-	switch code := Code(err); code {
-	case "ok":
-		return "The session completed."
-	case "invalid_wait":
-		return "The wait duration is negative."
-	case "invalid_callback":
-		return "No session callback was given."
-	case "invalid_options":
-		var oe *OptionsError
-		if errors.As(err, &oe) {
-			return "The session options conflict (" + oe.Field + ": " + oe.Reason + ")."
-		}
-		return "The session options conflict."
-	case "busy":
-		return "The table is busy: another owner holds its lock."
-	case "timed_out":
-		return "Timed out waiting for the table's lock."
-	case "unsupported_filesystem":
-		var fe *lockfile.FilesystemError
-		if errors.As(err, &fe) {
-			return "The table is on an unsupported filesystem (" + fe.Name + "); use a local filesystem."
-		}
-		return "The table is on an unsupported filesystem; use a local filesystem."
-	case "unsafe_alias":
-		var le *lockfile.AliasError
-		if errors.As(err, &le) {
-			return "The table path is an unsafe alias: " + le.Kind.String() + "."
-		}
-		return "The table path is an unsafe alias."
-	case "unsupported_target":
-		return "Exclusive sessions are not supported on this operating system."
-	case "quarantined":
-		return "The table is quarantined in this process after a failed cleanup; restart the process."
-	case "already_open":
-		return "The table is already open in this process outside an exclusive session."
-	case "os_error":
-		errors.As(err, &ae)
-		return "Acquiring the table's lock failed: " + errnoText(ae.Err) + "."
-	case "needs_repair":
-		return "The table was not closed properly and needs repair."
-	case "not_dets":
-		return "The file is not a DETS table."
-	case "corrupt":
-		return "The table file is corrupt."
-	case "open_failed":
-		errors.As(err, &se)
-		return "Opening the table failed: " + errnoText(se.Err) + "."
-	case "callback_failed":
-		return "The session callback returned an error."
-	case "close_failed":
-		return "Closing the read-only table failed; its lock was released."
-	case "cleanup_failed":
-		errors.As(err, &ce)
-		return fmt.Sprintf("Closing the table or releasing its lock failed (%d failure(s)); the table is quarantined in this process.", len(ce.Failures))
-	}
-	return "An error occurred outside the exclusive session."
-}
-
-// errnoText names an errno found in err's chain, or says nothing specific.
-func errnoText(err error) string {
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return errno.Error()
-	}
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "file does not exist"
-	case errors.Is(err, fs.ErrPermission):
-		return "permission denied"
-	}
-	return "unexpected error"
 }
