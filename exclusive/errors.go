@@ -131,15 +131,16 @@ type SessionError struct {
 	Stage Stage
 	Err   error
 	// Close is set when, after the callback failed, closing the read-only
-	// table failed too (often with the same read error the callback saw).
-	// It quarantined nothing. Nil otherwise.
+	// table failed too, with an error other than the callback's (a close
+	// that repeats the read error the callback returned adds nothing). It
+	// quarantined nothing. Nil otherwise.
 	Close error
 }
 
 func (e *SessionError) Error() string {
 	s := "exclusive: " + e.Stage.String() + ": " + e.Err.Error()
 	if e.Close != nil {
-		s += " (then " + trimPrefix(e.Close) + ")"
+		s += " (then " + CloseFailure.String() + ": " + e.Close.Error() + ")"
 	}
 	return s
 }

@@ -3,6 +3,7 @@ package exclusive
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -68,12 +69,13 @@ func TestReadOnlyReadErrorIsNotQuarantined(t *testing.T) {
 	}
 	var se *SessionError
 	var ce *CleanupError
-	if errors.As(err, &ce) || !errors.As(err, &se) || se.Stage != CallbackFailure || !errors.Is(err, seen) {
+	if errors.As(err, &ce) || !errors.As(err, &se) || se.Stage != CallbackFailure || !errors.Is(err, seen) || se.Close != nil {
 		t.Fatalf("got %v, want the callback's failure", err)
 	}
-	if Code(err) != "callback_failed" {
-		t.Fatalf("code %s, want callback_failed", Code(err))
+	if Code(err) != "callback_failed" || CauseCode(err) != "corrupt" {
+		t.Fatalf("code %s (cause %s), want callback_failed (corrupt)", Code(err), CauseCode(err))
 	}
+	t.Logf("%s: %s\n%v", Code(err), Message(err), err)
 	if !lockIsFree(t, path) {
 		t.Fatal("lock kept after a read-only session")
 	}
@@ -111,6 +113,22 @@ func TestReadOnlyCloseFailureAfterCallbackError(t *testing.T) {
 	}
 	if logs.String() != "" {
 		t.Fatalf("logged: %s", logs)
+	}
+}
+
+// A read-only close that fails with the error the callback returned is
+// not reported twice.
+func TestReadOnlyCloseRepeatingCallbackError(t *testing.T) {
+	f := newFixture(t)
+	f.readOnly = true
+	f.closeErr = errors.New("stored read error")
+	err := f.run(Immediate, func(*fakeTable) error { return fmt.Errorf("reading: %w", f.closeErr) })
+	var se *SessionError
+	if !errors.As(err, &se) || se.Stage != CallbackFailure || se.Close != nil || !errors.Is(err, f.closeErr) {
+		t.Fatalf("got %v", err)
+	}
+	if strings.Count(err.Error(), "stored read error") != 1 {
+		t.Fatalf("reported twice: %v", err)
 	}
 }
 

@@ -183,7 +183,7 @@ func run[T any, R closer](path string, wait Wait, hooks *testHooks, mode runMode
 			switch {
 			case len(errs) > 0:
 				if closeErr != nil {
-					errs = append(errs, closeErr)
+					errs = append(errs, fmt.Errorf("exclusive: closing read-only table: %w", closeErr))
 				}
 				s.logFailure(nil, errs, "panic_or_goexit")
 			case closeErr != nil:
@@ -196,6 +196,9 @@ func run[T any, R closer](path string, wait Wait, hooks *testHooks, mode runMode
 	var primary error
 	switch {
 	case ferr != nil:
+		if closeErr != nil && errors.Is(ferr, closeErr) {
+			closeErr = nil // the read error the callback met and returned
+		}
 		primary = &SessionError{Stage: CallbackFailure, Err: ferr, Close: closeErr}
 	case closeErr != nil:
 		primary = &SessionError{Stage: CloseFailure, Err: closeErr}
@@ -222,7 +225,7 @@ func (s *session[R]) finish() (errs []error, readOnlyClose error) {
 			quarantine(s.lock.DataPath(), s.lock.ID(), s.lock)
 			return []error{fmt.Errorf("exclusive: closing table: %w", err)}, nil
 		}
-		readOnlyClose = fmt.Errorf("exclusive: closing read-only table: %w", err)
+		readOnlyClose = err
 	}
 	return s.release(), readOnlyClose
 }
