@@ -9,7 +9,8 @@ import (
 	"github.com/godets/godets/exclusive"
 )
 
-// Exit codes, fixed by the CLI contract in DESIGN.md.
+// Exit codes: part of the command's contract (the package doc and
+// "dets help" list them), so scripts may rely on them.
 const (
 	exitOK          = 0 // success
 	exitError       = 1 // usage or any other error
