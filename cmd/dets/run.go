@@ -123,7 +123,9 @@ func run(args []string, e env) int {
 	if err != nil {
 		// The flag package names flags with one dash; the help uses two.
 		msg := strings.Replace(err.Error(), " -", " --", 1)
-		return ctx.report(usagef("%s (run 'dets %s --help')", msg, name))
+		uerr := usagef("%s (run 'dets %s --help')", msg, name)
+		// Parsing stopped at the bad flag: a JSON request after it counts.
+		return reportAs(e, name, uerr, ctx.jsonErrors != nil && (ctx.jsonErrors() || askedForJSON(args[1:])))
 	}
 	if ctx.wait < 0 {
 		return ctx.report(usagef("--wait must not be negative"))
@@ -173,6 +175,24 @@ func reportAs(e env, name string, err error, asJSON bool) int {
 	}
 	fmt.Fprintln(e.stderr, prefix+text)
 	return code
+}
+
+// askedForJSON reports whether a command line that failed to parse asks
+// for JSON output (--json, or --format json).
+func askedForJSON(args []string) bool {
+	for i, a := range args {
+		switch strings.TrimPrefix(a, "-") {
+		case "-":
+			return false
+		case "json", "-json", "json=true", "-json=true", "format=json", "-format=json":
+			return true
+		case "format", "-format":
+			if i+1 < len(args) && args[i+1] == "json" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // waitFlag parses --wait, saying what is wrong with a bad duration: the
