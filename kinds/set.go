@@ -127,7 +127,8 @@ func (s *Set[K, V]) Size() (int, error) { return tableSize(s.b.t) }
 // the check and the update cannot be split by another one. A write that
 // bypasses them (a raw Insert, a Set.Insert) racing with the update can
 // still push the result out of range after the check; then the update is
-// undone, at once, and ErrOutOfRange returned.
+// taken back at once by the opposite increment, and ErrOutOfRange returned.
+// A codec's Decode must not call UpdateCounter on the same table.
 //
 // Only sets have counters: OTP's dets:update_counter rejects bag and
 // duplicate_bag tables, so Bag and DuplicateBag have no such method.
