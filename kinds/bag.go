@@ -52,6 +52,11 @@ func (s *Bag[K, V]) Delete(key K) error { return s.b.delete(key) }
 // values.
 func (s *Bag[K, V]) DeleteObject(key K, value V) error { return s.b.deleteObject(key, value) }
 
+// Rows returns an iterator over every object as a Row; a key with three
+// values appears three times. A bad object yields a *RowError and the
+// iteration goes on, a storage error ends it, as Set.Rows describes.
+func (s *Bag[K, V]) Rows() iter.Seq2[Row[K, V], error] { return s.b.rows() }
+
 // All returns an iterator over every object as a key and a value; a key
 // with three values appears three times. Errors are reported through errp
 // as Set.All describes.
@@ -109,6 +114,11 @@ func (s *DuplicateBag[K, V]) Delete(key K) error { return s.b.delete(key) }
 func (s *DuplicateBag[K, V]) DeleteObject(key K, value V) error {
 	return s.b.deleteObject(key, value)
 }
+
+// Rows returns an iterator over every object as a Row; each stored copy
+// appears once. A bad object yields a *RowError and the iteration goes on,
+// a storage error ends it, as Set.Rows describes.
+func (s *DuplicateBag[K, V]) Rows() iter.Seq2[Row[K, V], error] { return s.b.rows() }
 
 // All returns an iterator over every object as a key and a value; each
 // stored copy appears once. Errors are reported through errp as Set.All

@@ -137,3 +137,42 @@ func BenchmarkCodecs(b *testing.B) {
 		}
 	})
 }
+
+// The typed counter reads the object first to check the result's range
+// (see Set.UpdateCounter), so it costs about one lookup more than the raw
+// update.
+func BenchmarkRawUpdateCounter(b *testing.B) {
+	tab, _, raw := benchTable(b)
+	for _, k := range raw {
+		if err := tab.Insert(etf.Tuple{k, etf.Int(0)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := tab.UpdateCounter(raw[i%benchKeys], 2, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSetUpdateCounter(b *testing.B) {
+	tab, keys, _ := benchTable(b)
+	s, err := NewSet(tab, String, Int)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, k := range keys {
+		if err := s.Insert(k, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := s.UpdateCounter(keys[i%benchKeys], 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -12,7 +12,24 @@
 //	DuplicateBag[K, V]  duplicate_bag   []V (one entry per stored copy)
 //
 // Each handle offers Insert, InsertNew, Lookup, Member, Delete, DeleteObject,
-// All (an iter.Seq2[K, V]) and Size; Set also has UpdateCounter.
+// Rows, All and Size; Set also has UpdateCounter, which refuses a result
+// its value codec cannot read back (ErrOutOfRange) before writing it.
+//
+// # Iteration
+//
+// Rows is an iter.Seq2[Row[K, V], error] whose error belongs to the row: an
+// object that does not decode yields a *RowError and the loop goes on, a
+// storage error ends it. All(&err) is the all-or-nothing form that stops at
+// the first error. The loop body may change the table, with the
+// guarantees of dets.Table.All.
+//
+// # Errors
+//
+// The sentinels ErrNotFound, ErrDecode, ErrEncode, ErrTableMismatch and
+// ErrOutOfRange, and the typed errors behind them, implement
+// exclusive.CodedError: exclusive.Code reports not_found, decode_failed,
+// encode_failed, table_mismatch and out_of_range for them, and their
+// SafeMessage names no path and quotes no stored data.
 //
 // # Codecs
 //

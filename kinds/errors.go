@@ -3,6 +3,8 @@ package kinds
 import (
 	"errors"
 	"fmt"
+
+	"github.com/godets/godets/exclusive"
 )
 
 var (
@@ -10,20 +12,66 @@ var (
 	// never wrapped around a storage error, so errors.Is(err, ErrNotFound)
 	// separates "absent" from "could not read", as the seed's
 	// Error(slate.NotFound) does.
-	ErrNotFound = errors.New("kinds: key not found")
+	ErrNotFound error = &codedSentinel{
+		msg:  "kinds: key not found",
+		code: "not_found",
+		safe: "The key has no value in the table.",
+	}
 
 	// ErrDecode marks every term that a codec could not turn into a Go value.
 	// Details are in *DecodeError.
-	ErrDecode = errors.New("kinds: term does not match codec")
+	ErrDecode error = &codedSentinel{
+		msg:  "kinds: term does not match codec",
+		code: "decode_failed",
+		safe: "A stored term does not match the type the table is read as.",
+	}
 
 	// ErrEncode marks every Go value that a codec could not turn into a term
 	// (a NaN float, an atom over 255 characters). Details are in *EncodeError.
-	ErrEncode = errors.New("kinds: value cannot be encoded")
+	ErrEncode error = &codedSentinel{
+		msg:  "kinds: value cannot be encoded",
+		code: "encode_failed",
+		safe: "A value has no Erlang term form.",
+	}
 
 	// ErrTableMismatch is returned when a handle is made over a table whose
 	// kind or key position does not match: typed handles need {Key, Value}
 	// objects with keypos 1 in a table of the handle's kind.
-	ErrTableMismatch = errors.New("kinds: table does not match handle")
+	ErrTableMismatch error = &codedSentinel{
+		msg:  "kinds: table does not match handle",
+		code: "table_mismatch",
+		safe: "The table's kind or key position does not match the typed handle.",
+	}
+
+	// ErrOutOfRange is returned by Set.UpdateCounter when the new value would
+	// not decode with the value codec (an int64 counter past
+	// math.MaxInt64, a uint8 below 0). Nothing is written. Details are in
+	// *OutOfRangeError.
+	ErrOutOfRange error = &codedSentinel{
+		msg:  "kinds: counter result out of the value codec's range",
+		code: "out_of_range",
+		safe: "The counter's new value does not fit the table's value type; the counter is unchanged.",
+	}
+)
+
+// codedSentinel is the type of the package's sentinels. Besides Error it
+// gives exclusive.Code a stable code and exclusive.Message a sentence that
+// names no path and quotes no stored data (exclusive.CodedError), so
+// services can show kinds errors to end users the way they show session
+// errors.
+type codedSentinel struct{ msg, code, safe string }
+
+func (e *codedSentinel) Error() string       { return e.msg }
+func (e *codedSentinel) SafeCode() string    { return e.code }
+func (e *codedSentinel) SafeMessage() string { return e.safe }
+
+// The coded errors, checked at compile time.
+var (
+	_ exclusive.CodedError = (*codedSentinel)(nil)
+	_ exclusive.CodedError = (*DecodeError)(nil)
+	_ exclusive.CodedError = (*EncodeError)(nil)
+	_ exclusive.CodedError = (*OutOfRangeError)(nil)
+	_ exclusive.CodedError = (*RowError)(nil)
 )
 
 // maxShown bounds how much of a term an error message quotes.
@@ -59,6 +107,13 @@ func (e *DecodeError) Is(target error) bool { return target == ErrDecode }
 // Unwrap returns the cause, if any.
 func (e *DecodeError) Unwrap() error { return e.Err }
 
+// SafeCode is ErrDecode's code, "decode_failed".
+func (e *DecodeError) SafeCode() string { return ErrDecode.(*codedSentinel).code }
+
+// SafeMessage is ErrDecode's sentence: Got may quote stored data, so the
+// details stay in Error.
+func (e *DecodeError) SafeMessage() string { return ErrDecode.(*codedSentinel).safe }
+
 // EncodeError says why a Go value has no term form.
 type EncodeError struct {
 	Path   string
@@ -75,6 +130,32 @@ func (e *EncodeError) Error() string {
 
 // Is makes every *EncodeError match ErrEncode.
 func (e *EncodeError) Is(target error) bool { return target == ErrEncode }
+
+// SafeCode is ErrEncode's code, "encode_failed".
+func (e *EncodeError) SafeCode() string { return ErrEncode.(*codedSentinel).code }
+
+// SafeMessage is ErrEncode's sentence.
+func (e *EncodeError) SafeMessage() string { return ErrEncode.(*codedSentinel).safe }
+
+// OutOfRangeError is Set.UpdateCounter's refusal of a result that the value
+// codec cannot decode. The stored value is unchanged.
+type OutOfRangeError struct {
+	Result   string // the refused result, in decimal
+	Expected string // what the value codec accepts, e.g. "integer in int64 range"
+}
+
+func (e *OutOfRangeError) Error() string {
+	return "kinds: counter result " + e.Result + " is out of range: the value codec expects " + e.Expected + "; the counter is unchanged"
+}
+
+// Is makes every *OutOfRangeError match ErrOutOfRange.
+func (e *OutOfRangeError) Is(target error) bool { return target == ErrOutOfRange }
+
+// SafeCode is ErrOutOfRange's code, "out_of_range".
+func (e *OutOfRangeError) SafeCode() string { return ErrOutOfRange.(*codedSentinel).code }
+
+// SafeMessage is ErrOutOfRange's sentence.
+func (e *OutOfRangeError) SafeMessage() string { return ErrOutOfRange.(*codedSentinel).safe }
 
 // mismatch builds the error for a term of the wrong shape.
 func mismatch(expected string, got any) error {

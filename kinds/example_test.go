@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/godets/godets/dets"
+	"github.com/godets/godets/etf"
 	"github.com/godets/godets/exclusive"
 	"github.com/godets/godets/kinds"
 )
@@ -190,4 +191,69 @@ func ExampleRecord() {
 	// Output:
 	// {package,<<"slate">>,1200,[dets,gleam]} <nil>
 	// kinds: expected record "package" (tuple of arity 4), got tuple of arity 2
+}
+
+// Rows reports an object that does not decode, for that row alone, and
+// goes on: here a download count that an older program stored as text.
+// A storage error would end the loop instead.
+func ExampleSet_Rows() {
+	dir, _ := os.MkdirTemp("", "kinds-example")
+	defer os.RemoveAll(dir)
+	tab, err := dets.Open(filepath.Join(dir, "downloads.dets"), dets.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer tab.Close()
+	downloads, err := kinds.NewSet(tab, kinds.String, kinds.Int)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = downloads.Insert("gleam", 1200)
+	_ = downloads.Insert("lustre", 310)
+	_ = tab.Insert(etf.Tuple{etf.Binary("slate"), etf.Binary("many")}) // not an integer
+
+	var lines []string
+	for row, err := range downloads.Rows() {
+		var bad *kinds.RowError
+		if errors.As(err, &bad) {
+			lines = append(lines, "skipped: "+err.Error())
+			continue
+		}
+		if err != nil {
+			fmt.Println("traversal failed:", err)
+			return
+		}
+		lines = append(lines, fmt.Sprintf("%s: %d", row.Key, row.Value))
+	}
+	slices.Sort(lines)
+	fmt.Println(strings.Join(lines, "\n"))
+	// Output:
+	// gleam: 1200
+	// lustre: 310
+	// skipped: kinds: row with key <<"slate">>: value: expected integer, got binary of 4 bytes
+}
+
+// A typed counter refuses a result its codec cannot read back, and the
+// stored value stays as it was.
+func ExampleSet_UpdateCounter() {
+	dir, _ := os.MkdirTemp("", "kinds-example")
+	defer os.RemoveAll(dir)
+	tab, err := dets.Open(filepath.Join(dir, "hits.dets"), dets.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer tab.Close()
+	hits, _ := kinds.NewSet(tab, kinds.String, kinds.Integer[uint8]())
+	_ = hits.Insert("page", 254)
+	fmt.Println(hits.UpdateCounter("page", 1))
+	_, err = hits.UpdateCounter("page", 1)
+	fmt.Println(errors.Is(err, kinds.ErrOutOfRange), err)
+	fmt.Println(hits.Lookup("page"))
+	// Output:
+	// 255 <nil>
+	// true kinds: counter result 256 is out of range: the value codec expects integer in uint8 range; the counter is unchanged
+	// 255 <nil>
 }

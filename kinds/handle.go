@@ -153,14 +153,18 @@ func (b *base[K, V]) lookupAll(k K) ([]V, error) {
 	return out, nil
 }
 
+// errpNil is All's panic for a nil error pointer: such a loop could never
+// report a storage or decode error, so it is refused when All is called,
+// before anything is read.
+const errpNil = "kinds: All needs a non-nil *error to report errors through; use Rows to iterate without one"
+
 // all traverses the table, stopping at the first storage or decode error,
-// which it stores in *errp. It clears *errp when the traversal starts. With
-// a nil errp it yields nothing, so an error can never pass unseen.
+// which it stores in *errp. It clears *errp when the traversal starts.
 func (b *base[K, V]) all(errp *error) iter.Seq2[K, V] {
+	if errp == nil {
+		panic(errpNil)
+	}
 	return func(yield func(K, V) bool) {
-		if errp == nil {
-			return
-		}
 		*errp = nil
 		for obj, err := range b.t.All() {
 			if err != nil {

@@ -1,6 +1,7 @@
 package kinds
 
 import (
+	"fmt"
 	"iter"
 
 	"github.com/godets/godets/dets"
@@ -63,16 +64,46 @@ func (s *Set[K, V]) Delete(key K) error { return s.b.delete(key) }
 // compares terms: 1 and 1.0 differ).
 func (s *Set[K, V]) DeleteObject(key K, value V) error { return s.b.deleteObject(key, value) }
 
+// Rows returns an iterator over every object, in the table's storage
+// order, that cannot lose an error:
+//
+//	for row, err := range set.Rows() {
+//		var bad *kinds.RowError
+//		if errors.As(err, &bad) {
+//			log.Printf("skipping %v", err) // this object only; the loop goes on
+//			continue
+//		}
+//		if err != nil {
+//			return err // a storage error: the iteration has ended
+//		}
+//		use(row.Key, row.Value)
+//	}
+//
+// An object that the codecs cannot decode yields a *RowError (matching
+// ErrDecode) for that object alone, with row.Key set when the key decoded
+// (RowError.KeyDecoded), and the iteration goes on. A storage error (a
+// closed table, a damaged file) is yielded once, with a zero Row, and ends
+// the iteration.
+//
+// The loop body may use and change the table, as with dets.Table.All:
+// objects inserted or deleted during the loop may or may not be seen, and
+// an object that stays in the table throughout is seen once, or twice if
+// the table grows meanwhile.
+func (s *Set[K, V]) Rows() iter.Seq2[Row[K, V], error] { return s.b.rows() }
+
 // All returns an iterator over every key and value, in the table's
-// storage order. The iterator stops at the first storage or decode error
-// and stores it in *errp; check *errp after the loop:
+// storage order, for callers that want all the rows or none: it stops at
+// the first storage or decode error and stores it in *errp. Check *errp
+// after the loop:
 //
 //	var err error
 //	for k, v := range set.All(&err) { ... }
 //	if err != nil { ... }
 //
-// *errp is cleared when a traversal starts. A nil errp yields nothing. Do
-// not change the table during the loop.
+// *errp is cleared when a traversal starts. A nil errp panics when All is
+// called, since such a loop could never report its error; Rows needs no
+// pointer and reports a bad row without stopping. The loop body may change
+// the table, as Rows describes.
 func (s *Set[K, V]) All(errp *error) iter.Seq2[K, V] { return s.b.all(errp) }
 
 // Size returns the number of objects in the table.
@@ -80,9 +111,24 @@ func (s *Set[K, V]) Size() (int, error) { return tableSize(s.b.t) }
 
 // UpdateCounter adds incr to the integer value stored under key and returns
 // the new value, in one step that no other session can split. The key must
-// exist and its value must be an integer; the result is decoded with the
-// value codec, so V is an integer type with Int or Integer as its codec.
-// An absent key gives an error matching ErrNotFound.
+// exist and its value must be an integer; V is an integer type with Int or
+// Integer as its codec (or any codec that decodes integers). An absent key
+// gives an error matching ErrNotFound.
+//
+// The new value is checked against the value codec before anything is
+// written: a result that the codec would not decode (an int64 past
+// math.MaxInt64, a uint8 below 0) gives an error matching ErrOutOfRange and
+// leaves the stored value as it was. Only the result is checked, so a
+// stored value out of range may be brought back into it. The raw
+// dets.Table.UpdateCounter keeps OTP's semantics instead, where a counter
+// may grow into a bignum.
+//
+// Counter updates through kinds handles on one table are serialized, so
+// the check and the update cannot be split by another one. A write that
+// bypasses them (a raw Insert, a Set.Insert) racing with the update can
+// still push the result out of range after the check; then the update is
+// taken back at once by the opposite increment, and ErrOutOfRange returned.
+// A codec's Decode must not call UpdateCounter on the same table.
 //
 // Only sets have counters: OTP's dets:update_counter rejects bag and
 // duplicate_bag tables, so Bag and DuplicateBag have no such method.
@@ -92,13 +138,36 @@ func (s *Set[K, V]) UpdateCounter(key K, incr int64) (V, error) {
 	if err != nil {
 		return zero, err
 	}
+	mu := counterLock(s.b.t)
+	mu.Lock()
+	defer mu.Unlock()
+	objs, err := s.b.t.Lookup(kt)
+	if err != nil {
+		return zero, err
+	}
+	if len(objs) == 0 {
+		return zero, ErrNotFound
+	}
+	if cur, ok := counterValue(objs[0]); ok {
+		next := addCounter(cur, incr)
+		if _, err := s.b.vc.Decode(next); err != nil {
+			return zero, outOfRange(next, err)
+		}
+	}
+	// Anything else (not an integer, a wide tuple) is refused by the
+	// engine without a write, with its own error.
 	n, err := updateCounter(s.b.t, kt, incr)
 	if err != nil {
 		return zero, err
 	}
 	v, err := s.b.vc.Decode(n)
 	if err != nil {
-		return zero, within("value", err)
+		// Another writer changed the value between the check and the
+		// update: take the increment back out.
+		if uerr := undoCounter(s.b.t, kt, incr); uerr != nil {
+			return zero, fmt.Errorf("%w; undoing the update failed: %w", outOfRange(n, err), uerr)
+		}
+		return zero, outOfRange(n, err)
 	}
 	return v, nil
 }

@@ -12,13 +12,14 @@ var checkCmd = &command{
 	summary: "check a table for damage without modifying it",
 	usage:   "dets check [--wait D] FILE",
 	help: `Checks a table's structure and reads every object, without writing to the
-file: it is opened read-only and never repaired (--repair must be no).
+file: it is opened read-only and never repaired (that is 'dets repair').
 
 Exit status 0 means the file is sound. 2 means it was not closed properly
 (for example its owner crashed) and needs 'dets repair'. 3 means damage was
 found; 'dets repair' rebuilds the file from the objects it can still read.`,
 	example: `  dets check /var/lib/app/cache.dets
   dets check --wait 10s cache.dets || dets repair --backup cache.bak cache.dets`,
+	readOnly: true,
 	setup: func(fs *flag.FlagSet, c *cmdCtx) func([]string) error {
 		return func(args []string) error {
 			if err := exactArgs("check", args, 1, 1, "FILE"); err != nil {
@@ -56,7 +57,7 @@ func (c *cmdCtx) check(path string) error {
 		fmt.Fprintf(c.stdout, "%s: ok (%d objects)\n", path, objects)
 		return nil
 	case exitNeedsRepair:
-		return &codedError{exitNeedsRepair, fmt.Errorf("%s: not closed properly; needs repair", path)}
+		return &codedError{exitNeedsRepair, fmt.Errorf("%s: not closed properly (run 'dets repair %s')", path, path)}
 	case exitCorrupt:
 		return &codedError{exitCorrupt, fmt.Errorf("damage found: %w (run 'dets repair' to rebuild it)", err)}
 	}

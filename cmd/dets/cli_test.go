@@ -62,7 +62,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"help", "frobnicate"}, `unknown command`},
-		{[]string{"info", "--bogus", tab}, "flag provided but not defined: -bogus"},
+		{[]string{"info", "--bogus", tab}, "flag provided but not defined: --bogus"},
 		{[]string{"info"}, "missing FILE"},
 		{[]string{"info", tab, tab}, "unexpected argument"},
 		{[]string{"check", "--repair", "auto", tab}, "--repair must be no"},

@@ -116,7 +116,7 @@ func TestCheck(t *testing.T) {
 	before := fileHash(t, dirty)
 	r = runDets(t, "check", dirty)
 	r.want(t, exitNeedsRepair, "check", dirty)
-	if !strings.Contains(r.stderr, "needs repair") {
+	if !strings.Contains(r.stderr, "not closed properly (run 'dets repair ") {
 		t.Errorf("check of a dirty file: %q", r.stderr)
 	}
 	if fileHash(t, dirty) != before {

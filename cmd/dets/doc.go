@@ -11,23 +11,34 @@
 //
 // Usage:
 //
-//	dets info   [--json] FILE
-//	dets check  FILE
-//	dets repair [--backup PATH] [--kind set|bag|duplicate_bag --keypos N] FILE
-//	dets dump   [--format erlang|json] FILE
-//	dets load   [--kind set|bag|duplicate_bag] [--keypos N] [--format otp9|native] FILE [INPUT]
-//	dets digest FILE
+//	dets info    [--json] FILE
+//	dets check   FILE
+//	dets repair  [--backup PATH] [--kind set|bag|duplicate_bag --keypos N] FILE
+//	dets dump    [--format erlang|json] FILE
+//	dets load    [--kind set|bag|duplicate_bag] [--keypos N] [--format otp9|native] [--syntax auto|erlang|json] FILE [INPUT]
+//	dets digest  FILE
+//	dets version [--json]   (or dets --version)
 //	dets demo
 //	dets help [COMMAND]
 //
-// Common flags: --wait DURATION (default 0: try the lock once) and
-// --repair no|auto|force (default no; repair defaults to force). Flags may
-// come before or after the file name.
+// Common flags: --wait DURATION (default 0: try the lock once; a number
+// needs its unit, 5s) and --repair no|auto|force (default no; repair
+// defaults to force; check takes only --wait). Flags may come before or
+// after the file name.
 //
 // Exit codes: 0 ok; 1 usage or other error; 2 needs repair (not closed
 // properly); 3 corrupt (check found damage); 4 not a DETS file, or an
-// unsupported version; 5 lock busy or wait timed out. Errors are one line on
-// stderr.
+// unsupported version; 5 lock busy or wait timed out. A failing command
+// prints exactly one line on stderr: "dets COMMAND: message", or with JSON
+// output (info --json, dump --format json, version --json) one JSON object,
+// {"error": {"command", "code", "exit_code", "message"}}.
+//
+// The libraries' log records (a failed session cleanup, for one) are
+// dropped, since the error line already says what failed; DETS_LOG=debug,
+// info, warn or error shows them on stderr from that level up.
+//
+// version prints the module version and the source revision from the
+// binary's build information (runtime/debug.ReadBuildInfo).
 //
 // # Repair
 //
@@ -59,7 +70,9 @@
 // the dump fail; use --format json for them.
 //
 // dump --format json writes JSON Lines, one object per line, with this
-// lossless mapping of terms to JSON:
+// lossless mapping of terms to JSON, which load reads back (it takes JSON
+// when the first non-blank line of its input is a JSON object, or with
+// --syntax json):
 //
 //	integer              a JSON number without fraction or exponent, exact at any size
 //	float                {"float": 1.5}; the shortest decimal that reads back as the same double

@@ -20,7 +20,10 @@ traversal order (which is not sorted).
 by a dot, so that file:consult/1 reads the whole dump back as the same list
 of objects, and 'dets load' loads it into another table.
 
---format json writes JSON Lines with the mapping below.
+--format json writes JSON Lines with the mapping below, which 'dets load'
+reads back as the same terms.
+
+` + jsonErrorHelp + `
 
 ` + jsonMappingHelp,
 	example: `  dets dump cache.dets > cache.terms
@@ -29,6 +32,7 @@ of objects, and 'dets load' loads it into another table.
   dets dump old.dets | dets load new.dets`,
 	setup: func(fs *flag.FlagSet, c *cmdCtx) func([]string) error {
 		format := fs.String("format", "erlang", "output `syntax`: erlang or json")
+		c.jsonErrors = func() bool { return *format == "json" }
 		return func(args []string) error {
 			if err := exactArgs("dump", args, 1, 1, "FILE"); err != nil {
 				return err

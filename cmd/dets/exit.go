@@ -9,7 +9,8 @@ import (
 	"github.com/godets/godets/exclusive"
 )
 
-// Exit codes, fixed by the CLI contract in DESIGN.md.
+// Exit codes: part of the command's contract (the package doc and
+// "dets help" list them), so scripts may rely on them.
 const (
 	exitOK          = 0 // success
 	exitError       = 1 // usage or any other error
@@ -72,17 +73,63 @@ func exitCode(err error) int {
 	return exitError
 }
 
-// hint adds what an operator should do next for the common failures.
+// hint adds what an operator should do next for a busy table. A table
+// that needs repair gets its hint where the message is worded
+// (sessionError, check), since that is where the path is known.
 func hint(err error) string {
-	switch exitCode(err) {
-	case exitNeedsRepair:
-		return " (run 'dets repair FILE', or pass --repair auto)"
-	case exitBusy:
-		if !errors.Is(err, exclusive.ErrTimedOut) {
-			return " (try --wait 5s)"
-		}
+	if exitCode(err) == exitBusy && !errors.Is(err, exclusive.ErrTimedOut) {
+		return " (try --wait 5s)"
 	}
 	return ""
+}
+
+// errorCode is the stable code of a JSON error report: the exit code's
+// reason, or for other failures exclusive's code of the session error.
+func errorCode(err error) string {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return "usage"
+	}
+	switch exitCode(err) {
+	case exitNeedsRepair:
+		return "needs_repair"
+	case exitCorrupt:
+		return "corrupt"
+	case exitNotDETS:
+		return "not_dets"
+	case exitBusy:
+		if errors.Is(err, exclusive.ErrTimedOut) {
+			return "timed_out"
+		}
+		return "busy"
+	}
+	switch code := exclusive.Code(err); code {
+	case "ok", "error", "callback_failed", "open_failed":
+		// Not more specific than the message.
+	default:
+		return code
+	}
+	return "error"
+}
+
+// jsonErrorHelp documents the JSON error report of commands that print JSON.
+const jsonErrorHelp = `With JSON output, a failure is reported on stderr as one line of JSON too:
+  {"error": {"command": "info", "code": "needs_repair", "exit_code": 2,
+             "message": "..."}}
+code is usage, needs_repair, corrupt, not_dets, busy or timed_out for those
+failures, the code of package exclusive for other session failures (such as
+cleanup_failed or unsafe_alias), else error; message is the text that the
+plain error line has after "dets COMMAND: ".`
+
+type jsonError struct {
+	Error jsonErrorBody `json:"error"`
+}
+
+type jsonErrorBody struct {
+	Command  string `json:"command"`
+	Code     string `json:"code"`
+	ExitCode int    `json:"exit_code"`
+	Message  string `json:"message"`
 }
 
 // oneLine makes an error message fit on one line of stderr.

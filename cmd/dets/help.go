@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-const commonFlagsHelp = `Common flags (every command except demo):
+const commonFlagsHelp = `Common flags (every command that opens a table; check takes only --wait):
   --wait DURATION   wait up to DURATION (e.g. 500ms, 5s) for another process to
                     release the table; the default 0 tries once. A busy table
                     or an expired wait exits 5.
@@ -15,6 +15,12 @@ const commonFlagsHelp = `Common flags (every command except demo):
                     no (default: fail with exit 2), auto (repair it, then go
                     on) or force (always rebuild the file). auto and force
                     need write access to the file.
+`
+
+const waitFlagHelp = `Common flag:
+  --wait DURATION   wait up to DURATION (e.g. 500ms, 5s) for another process to
+                    release the table; the default 0 tries once. A busy table
+                    or an expired wait exits 5.
 `
 
 const exitCodesHelp = `Exit codes:
@@ -61,7 +67,12 @@ Examples:
   dets check /var/lib/app/cache.dets || dets repair --backup /tmp/cache.bak /var/lib/app/cache.dets
   dets dump cache.dets > cache.terms      # erl: {ok, Objects} = file:consult("cache.terms")
   dets load --kind bag new.dets cache.terms
+  dets dump --format json a.dets | dets load b.dets
   dets demo                               # a guided tour on a throw-away table
+
+A failing command prints one line on stderr (JSON with --json or --format
+json). DETS_LOG=error (or warn, info, debug) also shows the library's log
+records there.
 `)
 	return b.String()
 }
@@ -89,7 +100,10 @@ func commandHelp(c *command) string {
 	if flags.Len() > 0 {
 		fmt.Fprintf(&b, "\nFlags:\n%s", flags.String())
 	}
-	if !c.noCommon {
+	switch {
+	case c.readOnly:
+		b.WriteString("\n" + waitFlagHelp)
+	case !c.noCommon:
 		b.WriteString("\n" + commonFlagsHelp)
 	}
 	if c.example != "" {

@@ -25,11 +25,14 @@ With --repair auto it is repaired first (this writes to the file).
   file (string), format ("otp9" or "native"), version (number), kind ("set",
   "bag" or "duplicate_bag"), keypos, objects, keys, slots {min, current, max},
   file_size (bytes), closed_properly (bool).
-Fields that could not be read (a file that needs repair) are left out.`,
+Fields that could not be read (a file that needs repair) are left out.
+
+` + jsonErrorHelp,
 	example: `  dets info /var/lib/app/cache.dets
   dets info --json cache.dets | jq .objects`,
 	setup: func(fs *flag.FlagSet, c *cmdCtx) func([]string) error {
-		asJSON := fs.Bool("json", false, "print JSON instead of text")
+		asJSON := fs.Bool("json", false, "print JSON instead of text, and report a failure as JSON on stderr")
+		c.jsonErrors = func() bool { return *asJSON }
 		return func(args []string) error {
 			if err := exactArgs("info", args, 1, 1, "FILE"); err != nil {
 				return err

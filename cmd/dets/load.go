@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
@@ -14,12 +15,18 @@ import (
 
 var loadCmd = &command{
 	name:    "load",
-	summary: "create or extend a table from file:consult/1 text",
-	usage:   "dets load [--kind set|bag|duplicate_bag] [--keypos N] [--format otp9|native] [--wait D] [--repair MODE] FILE [INPUT]",
+	summary: "create or extend a table from file:consult/1 text or a JSON dump",
+	usage:   "dets load [--kind set|bag|duplicate_bag] [--keypos N] [--format otp9|native] [--syntax auto|erlang|json] [--wait D] [--repair MODE] FILE [INPUT]",
 	help: `Reads Erlang terms in file:consult/1 syntax (each term ends with a dot; %
 starts a comment) from INPUT, or from stdin when INPUT is missing or "-",
 and inserts them into the table FILE. Every term must be a tuple with at
 least KEYPOS elements.
+
+It reads the JSON Lines of 'dets dump --format json' as well (one term a
+line, in the mapping that 'dets dump --help' shows), so both dump formats
+load back as the same objects. By default (--syntax auto) the input is
+JSON if its first non-blank line is a JSON object, which Erlang text never
+is.
 
 A missing FILE is created with the given kind, key position and format.
 An existing FILE is extended: inserts follow the table's kind (a set keeps
@@ -32,11 +39,13 @@ Only a failure while writing (a full disk, the otp9 2 GB limit) can leave
 the objects inserted before it in the table.`,
 	example: `  dets load --kind bag tags.dets tags.terms
   dets dump old.dets | dets load --keypos 2 new.dets
+  dets dump --format json old.dets | dets load new.dets
   printf '{a,1}.\n{b,2}.\n' | dets load t.dets`,
 	setup: func(fs *flag.FlagSet, c *cmdCtx) func([]string) error {
 		kind := fs.String("kind", "set", "table `kind`: set, bag or duplicate_bag; an existing file keeps its own unless given")
 		keypos := fs.Int("keypos", 1, "1-based key `position` in each tuple; an existing file keeps its own unless given")
 		format := fs.String("format", "otp9", "file `format` for a new file: otp9 or native")
+		syntax := fs.String("syntax", "auto", "input `syntax`: erlang, json (what dump --format json writes) or auto (json if the first line is a JSON object)")
 		return func(args []string) error {
 			if err := exactArgs("load", args, 1, 2, "FILE"); err != nil {
 				return err
@@ -65,7 +74,12 @@ the objects inserted before it in the table.`,
 			if len(args) == 2 {
 				input = args[1]
 			}
-			return c.load(args[0], input, o, set["kind"], set["keypos"])
+			switch *syntax {
+			case "auto", "erlang", "json":
+			default:
+				return usagef("--syntax must be auto, erlang or json, not %q", *syntax)
+			}
+			return c.load(args[0], input, *syntax, o, set["kind"], set["keypos"])
 		}
 	},
 }
@@ -76,7 +90,7 @@ type consultObject struct {
 	line int
 }
 
-func (c *cmdCtx) load(path, input string, o dets.Options, kindSet, keyposSet bool) error {
+func (c *cmdCtx) load(path, input, syntax string, o dets.Options, kindSet, keyposSet bool) error {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return fmt.Errorf("%s: is a directory, not a DETS file", path)
 	}
@@ -92,7 +106,13 @@ func (c *cmdCtx) load(path, input string, o dets.Options, kindSet, keyposSet boo
 	if err != nil {
 		return fmt.Errorf("reading %s: %v", name, unwrapPathError(err))
 	}
-	objs, err := parseConsult(data)
+	var objs []consultObject
+	switch {
+	case syntax == "json" || (syntax == "auto" && looksLikeJSON(data)):
+		objs, err = parseJSONLines(data)
+	default:
+		objs, err = parseConsult(data)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %v; nothing was loaded", name, err)
 	}
@@ -103,8 +123,8 @@ func (c *cmdCtx) load(path, input string, o dets.Options, kindSet, keyposSet boo
 			return fmt.Errorf("%s:%d: %s is not a tuple; nothing was loaded", name, ob.line, clip(etf.Format(ob.term)))
 		}
 		if len(tup) < max(o.KeyPos, 1) {
-			return fmt.Errorf("%s:%d: %s has %d elements, fewer than keypos %d; nothing was loaded",
-				name, ob.line, clip(etf.Format(tup)), len(tup), max(o.KeyPos, 1))
+			return fmt.Errorf("%s:%d: %s has %s, fewer than keypos %d; nothing was loaded",
+				name, ob.line, clip(etf.Format(tup)), elements(len(tup)), max(o.KeyPos, 1))
 		}
 		if _, err := etf.Encode(tup); err != nil {
 			return fmt.Errorf("%s:%d: %v; nothing was loaded", name, ob.line, err)
@@ -126,8 +146,8 @@ func (c *cmdCtx) load(path, input string, o dets.Options, kindSet, keyposSet boo
 		_, keypos := tableShape(t)
 		for _, ob := range objs {
 			if tup := ob.term.(etf.Tuple); len(tup) < keypos {
-				return fmt.Errorf("%s:%d: %s has %d elements, fewer than the table's keypos %d; nothing was loaded",
-					name, ob.line, clip(etf.Format(tup)), len(tup), keypos)
+				return fmt.Errorf("%s:%d: %s has %s, fewer than the table's keypos %d; nothing was loaded",
+					name, ob.line, clip(etf.Format(tup)), elements(len(tup)), keypos)
 			}
 		}
 		bar := c.newProgress("load", int64(len(objs)))
@@ -152,6 +172,14 @@ func (c *cmdCtx) load(path, input string, o dets.Options, kindSet, keyposSet boo
 	}
 	fmt.Fprintf(c.stdout, "%s: loaded %d objects; the table now holds %d objects\n", path, len(objs), total)
 	return nil
+}
+
+// elements counts a tuple's elements in words: "1 element", "2 elements".
+func elements(n int) string {
+	if n == 1 {
+		return "1 element"
+	}
+	return strconv.Itoa(n) + " elements"
 }
 
 func clip(s string) string {

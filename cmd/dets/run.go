@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +37,9 @@ type command struct {
 	setup func(fs *flag.FlagSet, c *cmdCtx) func(args []string) error
 	// noCommon commands take no --wait/--repair.
 	noCommon bool
+	// readOnly commands never repair: their help shows only --wait, and
+	// --repair is accepted for a clear refusal of anything but no.
+	readOnly bool
 }
 
 // cmdCtx holds the parsed common flags and the I/O of one invocation.
@@ -45,6 +50,9 @@ type cmdCtx struct {
 	repair dets.RepairMode
 	// repairSet records whether --repair was given explicitly.
 	repairSet bool
+	// jsonErrors, set by commands that print JSON, reports whether this
+	// invocation asked for it; then a failure is reported as JSON too.
+	jsonErrors func() bool
 }
 
 // commands in the order `dets help` lists them. Set in init because the
@@ -52,7 +60,7 @@ type cmdCtx struct {
 var commands []*command
 
 func init() {
-	commands = []*command{infoCmd, checkCmd, repairCmd, dumpCmd, loadCmd, digestCmd, demoCmd, demoWriterCmd}
+	commands = []*command{infoCmd, checkCmd, repairCmd, dumpCmd, loadCmd, digestCmd, versionCmd, demoCmd, demoWriterCmd}
 }
 
 func lookupCommand(name string) *command {
@@ -84,6 +92,8 @@ func run(args []string, e env) int {
 		}
 		fmt.Fprint(e.stdout, topHelp())
 		return exitOK
+	case "--version", "-version":
+		name, args = "version", append([]string{"version"}, args[1:]...)
 	case "convert":
 		if len(args) > 1 && isHelpFlag(args[1]) {
 			fmt.Fprint(e.stdout, convertHelp)
@@ -101,7 +111,7 @@ func run(args []string, e env) int {
 	fs.Usage = func() {}
 	var repair string
 	if !c.noCommon {
-		fs.DurationVar(&ctx.wait, "wait", 0, "how long to wait for the table's lock, e.g. 500ms or 5s; 0 tries once")
+		fs.Var(waitFlag{&ctx.wait}, "wait", "how long to wait for the table's lock, e.g. 500ms or 5s; 0 tries once")
 		fs.StringVar(&repair, "repair", "", "`mode` for a file that was not closed properly: no, auto or force")
 	}
 	body := c.setup(fs, ctx)
@@ -111,22 +121,36 @@ func run(args []string, e env) int {
 		return exitOK
 	}
 	if err != nil {
-		return report(e, name, usagef("%v (run 'dets %s --help')", err, name))
+		// The flag package names flags with one dash; the help uses two.
+		msg := strings.Replace(err.Error(), " -", " --", 1)
+		uerr := usagef("%s (run 'dets %s --help')", msg, name)
+		// Parsing stopped at the bad flag: a JSON request after it counts.
+		return reportAs(e, name, uerr, ctx.jsonErrors != nil && (ctx.jsonErrors() || askedForJSON(args[1:])))
 	}
 	if ctx.wait < 0 {
-		return report(e, name, usagef("--wait must not be negative"))
+		return ctx.report(usagef("--wait must not be negative"))
 	}
 	if repair != "" {
 		ctx.repairSet = true
 		if ctx.repair, err = parseRepair(repair); err != nil {
-			return report(e, name, err)
+			return ctx.report(err)
 		}
 	}
-	return report(e, name, body(pos))
+	return ctx.report(body(pos))
+}
+
+// report is the package report for this invocation: JSON if the command
+// was asked for JSON output.
+func (c *cmdCtx) report(err error) int {
+	return reportAs(c.env, c.name, err, c.jsonErrors != nil && c.jsonErrors())
 }
 
 // report prints err (if any) as one line and returns its exit code.
-func report(e env, name string, err error) int {
+func report(e env, name string, err error) int { return reportAs(e, name, err, false) }
+
+// reportAs prints err (if any) as one line on stderr, plain text or, with
+// asJSON, a JSON object (see jsonErrorHelp), and returns its exit code.
+func reportAs(e env, name string, err error, asJSON bool) int {
 	code := exitCode(err)
 	if err == nil {
 		return code
@@ -135,12 +159,63 @@ func report(e env, name string, err error) int {
 	if msg == "" {
 		return code
 	}
+	text := oneLine(strings.TrimPrefix(msg, "dets: ") + hint(err))
+	if asJSON {
+		b, jerr := json.Marshal(jsonError{Error: jsonErrorBody{
+			Command: name, Code: errorCode(err), ExitCode: code, Message: text,
+		}})
+		if jerr == nil {
+			fmt.Fprintf(e.stderr, "%s\n", b)
+			return code
+		}
+	}
 	prefix := "dets: "
 	if name != "" {
 		prefix = "dets " + name + ": "
 	}
-	fmt.Fprintln(e.stderr, oneLine(prefix+strings.TrimPrefix(msg, "dets: ")+hint(err)))
+	fmt.Fprintln(e.stderr, prefix+text)
 	return code
+}
+
+// askedForJSON reports whether a command line that failed to parse asks
+// for JSON output (--json, or --format json).
+func askedForJSON(args []string) bool {
+	for i, a := range args {
+		switch strings.TrimPrefix(a, "-") {
+		case "-":
+			return false
+		case "json", "-json", "json=true", "-json=true", "format=json", "-format=json":
+			return true
+		case "format", "-format":
+			if i+1 < len(args) && args[i+1] == "json" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// waitFlag parses --wait, saying what is wrong with a bad duration: the
+// flag package's own message for "5" is only "parse error".
+type waitFlag struct{ d *time.Duration }
+
+func (w waitFlag) String() string {
+	if w.d == nil || *w.d == 0 {
+		return "0"
+	}
+	return w.d.String()
+}
+
+func (w waitFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err == nil {
+		*w.d = d
+		return nil
+	}
+	if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+		return fmt.Errorf("the duration has no unit: write %ss for seconds or %sms for milliseconds", s, s)
+	}
+	return errors.New("not a duration: write a number and a unit, e.g. 500ms, 5s or 2m")
 }
 
 func isHelpFlag(s string) bool {
@@ -271,8 +346,18 @@ func sessionError(path string, wait time.Duration, err error) error {
 	}
 	var se *exclusive.SessionError
 	var ae *exclusive.AcquisitionError
+	var ce *exclusive.CleanupError
 	var msg string
 	switch {
+	case errors.As(err, &ce):
+		// What the session failed with, if anything, then the cleanup.
+		cleanup := trimPkg(errors.Join(ce.Failures...).Error())
+		if ce.Primary == nil {
+			msg = cleanup
+			break
+		}
+		first := sessionError(path, wait, ce.Primary)
+		return &msgError{msg: first.Error() + "; then " + cleanup, err: err}
 	case errors.Is(err, exclusive.ErrBusy):
 		msg = "busy: another process holds the table's lock"
 	case errors.Is(err, exclusive.ErrTimedOut):
@@ -280,10 +365,13 @@ func sessionError(path string, wait time.Duration, err error) error {
 	case errors.As(err, &se) && se.Stage == exclusive.CallbackFailure:
 		// The command's own error; it names the path if it needs to.
 		msg = trimPkg(se.Err.Error())
-		var ce *codedError
-		if errors.As(se.Err, &ce) {
-			return ce
+		var coded *codedError
+		if errors.As(se.Err, &coded) {
+			return coded
 		}
+	case errors.As(err, &se) && errors.Is(se.Err, dets.ErrNeedsRepair):
+		// The engine's text says it twice and names the path again.
+		msg = fmt.Sprintf("not closed properly (run 'dets repair %s', or pass --repair auto)", path)
 	case errors.As(err, &se):
 		msg = trimPkg(se.Err.Error())
 		// The engine names the resolved path; the operator typed path.
