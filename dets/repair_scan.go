@@ -88,6 +88,7 @@ type scanner struct {
 	emit   func(repairEntry) error
 	report func(bytes, objects int64)
 	stats  scanStats
+	guard  *mapGuard // for the helper goroutine of runSplit
 
 	cands []scanCand // scratch, reused per bucket
 
@@ -201,13 +202,26 @@ func (s *scanner) runSplit() (int64, error) {
 	}
 	var marks []scanMark
 	var hEnd int64
+	var hErr error // a fault on reading the map: h.emit cannot fail
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		hEnd, _ = h.scanRange(mid, size, &marks) // h.emit cannot fail
+		hErr = s.guard.run(func() (err error) {
+			hEnd, err = h.scanRange(mid, size, &marks)
+			return err
+		})
 	}()
-	p, err := s.scanRange(baseAddr, mid, nil)
+	// Guarded here too, so that a fault still waits for the helper,
+	// which must not outlive the map.
+	var p int64
+	err := s.guard.run(func() (err error) {
+		p, err = s.scanRange(baseAddr, mid, nil)
+		return err
+	})
 	<-done
+	if err == nil {
+		err = hErr
+	}
 	if err != nil || p < mid {
 		return p, err
 	}
