@@ -78,21 +78,18 @@ func (g *mapGuard) fault(off int64) error {
 	e := &MapFaultError{Path: g.path, Offset: off}
 	page := int64(os.Getpagesize())
 	at := off &^ (page - 1)
-	if size, err := g.src.Size(); err != nil {
+	switch size, err := g.src.Size(); {
+	case err != nil:
 		e.Err = err
-		return e
-	} else if size <= off {
+	case size <= off:
 		e.Err = io.ErrUnexpectedEOF
-		return e
-	} else {
+	default:
 		buf := make([]byte, min(page, size-at))
 		if err := readFull(g.src, buf, at); err != nil {
 			e.Err = err // io.ErrUnexpectedEOF: it shrank meanwhile
-			return e
+		} else if noSpaceLeft(filepath.Dir(g.path)) {
+			e.Err = syscall.ENOSPC
 		}
-	}
-	if noSpaceLeft(filepath.Dir(g.path)) {
-		e.Err = syscall.ENOSPC
 	}
 	return e
 }
