@@ -66,6 +66,11 @@ import (
 // within the bounds), which is the state a grown table reaches anyway.
 // Compaction (ForceRepair on a good file) is the same rebuild.
 //
+// Unreadable pages: a page of the old file's map that cannot be read (a
+// sparse file on a full tmpfs, an I/O error, a file cut short meanwhile)
+// fails the repair with a *MapFaultError, wrapping syscall.ENOSPC when the
+// file system is full, instead of killing the process (repair_fault.go).
+//
 // Crash safety: the new file is complete and fsynced before the rename, and
 // the old file is never written. A crash before the rename leaves the old file
 // as it was (so the next open repairs it again, overwriting any stale
@@ -143,14 +148,28 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 			unmap()
 		}
 	}()
+	// Every read of the map runs under the guard (repair_fault.go).
+	var guard *mapGuard
+	if unmap != nil {
+		guard = &mapGuard{data: data, src: src, path: p.path}
+	}
 
-	kind, keyPos, minS, maxS, maxSz, trusted, err := repairShape(data, p)
+	var (
+		kind        Kind
+		keyPos      int
+		minS, maxS  uint32
+		maxSz, hint int64
+		trusted     bool
+	)
+	err = guard.run(func() (err error) {
+		kind, keyPos, minS, maxS, maxSz, trusted, err = repairShape(data, p)
+		if err == nil && trusted && len(data) >= headerSize {
+			hint = min(int64(be.Uint32(data[offNoObjects:])), size/16)
+		}
+		return err
+	})
 	if err != nil {
 		return st, err
-	}
-	var hint int64
-	if trusted && len(data) >= headerSize {
-		hint = min(int64(be.Uint32(data[offNoObjects:])), size/16)
 	}
 
 	// Scan into the index.
@@ -161,7 +180,7 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 	}
 	defer idx.cleanup()
 	var sketch hll
-	sc := &scanner{data: data, kind: kind, keyPos: keyPos, maxSz: maxSz,
+	sc := &scanner{data: data, kind: kind, keyPos: keyPos, maxSz: maxSz, guard: guard,
 		splitCap: idx.limit / 4, splitHint: int(hint/2 + hint/16)}
 	sc.emit = func(e repairEntry) error {
 		sketch.add(e.hash)
@@ -172,7 +191,7 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 			p.progress(RepairProgress{Phase: "scan", BytesScanned: b, BytesTotal: size, Objects: o})
 		}
 	}
-	if err := sc.run(); err != nil {
+	if err := guard.run(sc.run); err != nil {
 		return st, err
 	}
 	st.ObjectsFound = sc.stats.objects
@@ -227,18 +246,23 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 			p.progress(RepairProgress{Phase: "write", BytesScanned: size, BytesTotal: size, Objects: o})
 		}
 	}
-	w.planExact(its, bs[0], size)
-	errs := make([]error, len(bs))
-	var wg sync.WaitGroup
-	for i := 1; i < len(bs); i++ {
-		wg.Go(func() { errs[i] = bs[i].run(its[i]) })
-	}
-	errs[0] = bs[0].run(its[0])
-	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			err = e
-			break
+	err = guard.run(func() error {
+		w.planExact(its, bs[0], size)
+		return nil
+	})
+	if err == nil {
+		errs := make([]error, len(bs))
+		var wg sync.WaitGroup
+		for i := 1; i < len(bs); i++ {
+			wg.Go(func() { errs[i] = guard.run(func() error { return bs[i].run(its[i]) }) })
+		}
+		errs[0] = guard.run(func() error { return bs[0].run(its[0]) })
+		wg.Wait()
+		for _, e := range errs {
+			if e != nil {
+				err = e
+				break
+			}
 		}
 	}
 	if err == nil {

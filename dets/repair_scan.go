@@ -38,13 +38,23 @@ import (
 //     strict majority of the group's proven objects;
 //  4. its key's phash2 agrees in the low 8 bits with the strict majority of
 //     the bucket's proven objects (all keys of one slot share those bits,
-//     since every table has at least 256 slots).
+//     since every table has at least 256 slots);
+//  5. its end is confirmed: the bucket's framing tiles, or the object is
+//     followed by another that rule 1 proves. Damage that begins in an
+//     object's last bytes and runs on often leaves that object decoding
+//     to exactly its length ({K, A, K} read as {K, A, 0}: zeros are a
+//     valid integer), and breaks the framing right after it; OTP then
+//     drops the whole bucket, and so the object, whose value the table
+//     never held, must not be kept either.
 //
 // otp9 objects carry no checksum, so a change inside an object that still
 // decodes to a term of the same length (a flipped digit of an integer, a
 // changed byte of a binary) cannot be detected; such an object is kept as
-// it now reads. Native-format files would close this gap with per-object
-// checksums.
+// it now reads. The same holds for damage that begins in the last object
+// of a bucket and runs on past the bucket's end, or that ends inside the
+// zero high bytes of the next object's size prefix: the framing is intact
+// (OTP keeps such objects too). Native-format files would close this gap
+// with per-object checksums.
 //
 // After a bucket whose framing tiles its body, the scan jumps to the end of
 // its power-of-two block, as OTP does; after any other probe it moves on by
@@ -88,6 +98,7 @@ type scanner struct {
 	emit   func(repairEntry) error
 	report func(bytes, objects int64)
 	stats  scanStats
+	guard  *mapGuard // for the helper goroutine of runSplit
 
 	cands []scanCand // scratch, reused per bucket
 
@@ -201,13 +212,26 @@ func (s *scanner) runSplit() (int64, error) {
 	}
 	var marks []scanMark
 	var hEnd int64
+	var hErr error // a fault on reading the map: h.emit cannot fail
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		hEnd, _ = h.scanRange(mid, size, &marks) // h.emit cannot fail
+		hErr = s.guard.run(func() (err error) {
+			hEnd, err = h.scanRange(mid, size, &marks)
+			return err
+		})
 	}()
-	p, err := s.scanRange(baseAddr, mid, nil)
+	// Guarded here too, so that a fault still waits for the helper,
+	// which must not outlive the map.
+	var p int64
+	err := s.guard.run(func() (err error) {
+		p, err = s.scanRange(baseAddr, mid, nil)
+		return err
+	})
 	<-done
+	if err == nil {
+		err = hErr
+	}
 	if err != nil || p < mid {
 		return p, err
 	}
@@ -261,7 +285,8 @@ func (s *scanner) bucket(p, sz int64) (tiled bool, provenEnd int64, err error) {
 		return tiled, 0, nil
 	}
 	// Rule 2: without tiling, only the prefix before the first object that
-	// fails rule 1 has confirmed starts.
+	// fails rule 1 has confirmed starts, and the last object of that
+	// prefix has no confirmed end (rule 5).
 	limit := len(s.cands)
 	if !tiled {
 		for i, c := range s.cands {
@@ -270,6 +295,7 @@ func (s *scanner) bucket(p, sz int64) (tiled bool, provenEnd int64, err error) {
 				break
 			}
 		}
+		limit = max(limit-1, 0)
 		if limit > 0 {
 			last := s.cands[limit-1]
 			provenEnd = int64(last.off + last.n)

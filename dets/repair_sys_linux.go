@@ -16,3 +16,13 @@ func startWriteback(f File, off, n int64) {
 		_ = unix.SyncFileRange(int(of.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
 	}
 }
+
+// noSpaceLeft reports whether the file system of dir has no free page
+// left for an unprivileged writer.
+func noSpaceLeft(dir string) bool {
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) != nil {
+		return false
+	}
+	return st.Bavail*uint64(st.Bsize) < uint64(unix.Getpagesize())
+}
