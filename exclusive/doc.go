@@ -88,5 +88,12 @@
 // the lock between a read and a dependent write permits lost updates: keep
 // read-modify-write inside one callback (see the examples). Keep the
 // namespace stable: renaming, replacing or removing data files or sidecars,
-// or adding links, while sessions can start is outside the contract.
+// or adding links, while sessions can start is outside the contract, except
+// for the owner of the lock replacing the data file (a repair renames the
+// rebuilt file over the path): sessions waiting meanwhile go on with the
+// new file, which is checked under the lock like any other.
+//
+// A read-only session on a missing file fails as its open would (a
+// *SessionError of stage OpenFailure matching fs.ErrNotExist) and leaves
+// nothing on disk: no sidecar is created for a file that does not exist.
 package exclusive

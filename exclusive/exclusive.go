@@ -110,5 +110,8 @@ func Do[T any](path string, opts Options, fn func(*dets.Table) (T, error)) (T, e
 	// custom FS must see every open, and a read-only session would need
 	// a read-only descriptor, so both open by path.
 	openData := !to.ReadOnly && to.FS == nil
-	return run(path, opts.Wait, opts.hooks, openData, open, fn)
+	// A read-only open cannot create the file: the lock then leaves no
+	// sidecar for a missing one.
+	existingOnly := to.ReadOnly && to.FS == nil
+	return run(path, opts.Wait, opts.hooks, openData, existingOnly, open, fn)
 }

@@ -24,7 +24,7 @@ func Locked(path string, opts Options, fn func(resolvedPath string) error) error
 		return ErrNilCallback
 	}
 	open := func(l *lockfile.Lock) (lockedFile, error) { return lockedFile(l.DataPath()), nil }
-	_, err := run(path, opts.Wait, opts.hooks, false, open, func(p lockedFile) (struct{}, error) {
+	_, err := run(path, opts.Wait, opts.hooks, false, false, open, func(p lockedFile) (struct{}, error) {
 		return struct{}{}, fn(string(p))
 	})
 	return err

@@ -113,6 +113,8 @@ func runChild(role, path string) int {
 		}
 		w.Flush()
 		return 0
+	case "repairwait":
+		return repairWaitChild(path)
 	}
 	return 4
 }

@@ -92,8 +92,10 @@ var noHooks testHooks
 // validate wait → resolve → acquire → open(lock) → fn → close → release.
 // With openData the lock opens an existing data file read-write while it
 // re-checks it; open should take it with TakeDataFD (Unlock closes it
-// otherwise).
-func run[T any, R closer](path string, wait Wait, hooks *testHooks, openData bool, open func(*lockfile.Lock) (R, error), fn func(R) (T, error)) (T, error) {
+// otherwise). With existingOnly (open cannot create the file) a missing
+// data file fails as an open failure matching fs.ErrNotExist, and the lock
+// creates no sidecar for it.
+func run[T any, R closer](path string, wait Wait, hooks *testHooks, openData, existingOnly bool, open func(*lockfile.Lock) (R, error), fn func(R) (T, error)) (T, error) {
 	var zero T
 	if wait.d < 0 {
 		return zero, ErrInvalidWait
@@ -107,10 +109,14 @@ func run[T any, R closer](path string, wait Wait, hooks *testHooks, openData boo
 	// Resolution and the quarantine check by path (Refuse) happen inside
 	// Acquire, before any lock attempt, and again if the path turns out to
 	// resolve elsewhere under the lock. The wait covers resolution too.
-	lock, err := lockfile.Acquire(path, lockfile.Options{Wait: wait.d, Hooks: hooks.lock, Refuse: refuseQuarantined, OpenData: openData})
+	lock, err := lockfile.Acquire(path, lockfile.Options{Wait: wait.d, Hooks: hooks.lock, Refuse: refuseQuarantined, OpenData: openData, ExistingOnly: existingOnly})
 	if err != nil {
 		if errors.Is(err, errRefused) {
 			return zero, &AcquisitionError{Reason: ErrQuarantined}
+		}
+		if errors.Is(err, lockfile.ErrNoDataFile) {
+			// What the open would have said, without a lock left behind.
+			return zero, &SessionError{Stage: OpenFailure, Err: err}
 		}
 		return zero, acquisitionError(err)
 	}

@@ -85,7 +85,7 @@ func (f *fixture) open(l *lockfile.Lock) (*fakeTable, error) {
 }
 
 func session1[T any](f *fixture, wait Wait, fn func(*fakeTable) (T, error)) (T, error) {
-	return run(f.path, wait, f.hooks, false, f.open, fn)
+	return run(f.path, wait, f.hooks, false, false, f.open, fn)
 }
 
 func (f *fixture) run(wait Wait, fn func(*fakeTable) error) error {

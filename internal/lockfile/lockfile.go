@@ -28,7 +28,14 @@
 //   - After flock succeeds, the sidecar's identity is checked again (fstat of the
 //     locked descriptor against lstat of the path). If the sidecar was replaced
 //     in between, the lock is released and the attempt retried. The data path
-//     is checked again too (still resolved, same file).
+//     is checked again too: it must still resolve to the same path, whose
+//     sidecar is the one locked. A different file there is no alias: the
+//     previous owner may have replaced it (a repair renames a rebuilt file
+//     over the path), created or removed it. It is judged like a file found
+//     by resolution (regular, one link, not a mount point, local) and the
+//     lock describes it from then on.
+//   - A caller that will not create the data file (Options.ExistingOnly)
+//     leaves no footprint when it is missing: no sidecar is created.
 //   - Release is LOCK_UN, then the unlocked descriptor is parked for the next
 //     session on the same file instead of closed (parked.go says why that is
 //     as safe as a fresh open); idle parked descriptors are closed within
@@ -84,6 +91,9 @@ var (
 	ErrUnsupportedTarget = errors.New("lockfile: unsupported target platform")
 	// ErrReleased: Unlock was called on a lock that was already released.
 	ErrReleased = errors.New("lockfile: lock already released")
+	// ErrNoDataFile: Options.ExistingOnly was set and the data file does
+	// not exist. See *MissingError, which also matches fs.ErrNotExist.
+	ErrNoDataFile = errors.New("lockfile: data file does not exist")
 )
 
 // AliasKind says why a path was refused as an unsafe alias.
@@ -135,6 +145,22 @@ func (e *AliasError) Error() string {
 // Is makes every AliasError match ErrUnsafeAlias.
 func (e *AliasError) Is(target error) bool { return target == ErrUnsafeAlias }
 
+// MissingError reports a data file that does not exist although the
+// caller asked for an existing one (Options.ExistingOnly). It matches
+// ErrNoDataFile and, through Unwrap, fs.ErrNotExist.
+type MissingError struct {
+	Path string // the resolved data path
+}
+
+func (e *MissingError) Error() string { return "lockfile: data file does not exist: " + e.Path }
+
+// Is makes every MissingError match ErrNoDataFile.
+func (e *MissingError) Is(target error) bool { return target == ErrNoDataFile }
+
+// Unwrap gives ENOENT (fs.ErrNotExist where there is no errno), so that
+// errors.Is(err, fs.ErrNotExist) holds and the errno reads as an open's.
+func (e *MissingError) Unwrap() error { return errNotExist }
+
 // FilesystemError reports a refused filesystem. It matches ErrUnsupportedFilesystem.
 type FilesystemError struct {
 	Magic uint32 // statfs f_type
@@ -165,6 +191,14 @@ type Options struct {
 	// one the walk cannot open (no openat2, no write permission), leaves
 	// no descriptor and is re-checked as without OpenData.
 	OpenData bool
+	// ExistingOnly is for a caller that will not create the data file
+	// (a read-only session): a missing data file ends the acquisition
+	// with *MissingError (ErrNoDataFile, fs.ErrNotExist). If no sidecar
+	// exists either, nothing is created or locked: no session ever
+	// materialized the file, so none can be creating it now. If the
+	// sidecar exists, the lock is taken and the data path checked again
+	// under it, since a session holding it may be replacing the file.
+	ExistingOnly bool
 	// Hooks replaces system calls in tests; nil in production.
 	Hooks *Hooks
 }
@@ -297,7 +331,7 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 	}
 	identityRetries := 0
 	for {
-		l, err := t.attempt(h, opts.OpenData)
+		l, err := t.attempt(h, opts)
 		switch {
 		case err == nil:
 			if opts.Wait > 0 && time.Since(deadline) > PollInterval {
@@ -331,13 +365,17 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 			}
 			continue
 		case errors.Is(err, errWouldBlock):
+			// l is the unlocked descriptor the attempt tried.
 			if opts.Wait <= 0 {
+				l.parkOrClose()
 				return nil, ErrBusy
 			}
 			remaining := time.Until(deadline)
 			if remaining <= 0 {
+				l.parkOrClose()
 				return nil, ErrTimedOut
 			}
+			l.parkOrClose()
 			sleep := time.Sleep
 			if h != nil && h.Sleep != nil {
 				sleep = h.Sleep
@@ -526,38 +564,41 @@ func (t *Target) checkDataInfo(st statInfo, h *Hooks) error {
 }
 
 // checkSidecarName refuses a sidecar path that exists as anything but a plain,
-// singly linked regular file. It never opens the path.
-func (t *Target) checkSidecarName() error {
+// singly linked regular file, and says whether it exists. It never opens
+// the path.
+func (t *Target) checkSidecarName() (exists bool, err error) {
 	st, err := lstatIDz(t.sidecarZ, t.Sidecar)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	switch {
 	case st.mode&fs.ModeSymlink != 0:
-		return &AliasError{Kind: SymlinkSidecar, Path: t.Sidecar}
+		return true, &AliasError{Kind: SymlinkSidecar, Path: t.Sidecar}
 	case !st.mode.IsRegular():
-		return &AliasError{Kind: NonRegularSidecar, Path: t.Sidecar}
+		return true, &AliasError{Kind: NonRegularSidecar, Path: t.Sidecar}
 	case st.nlink != 1:
-		return &AliasError{Kind: HardLinkedSidecar, Path: t.Sidecar}
+		return true, &AliasError{Kind: HardLinkedSidecar, Path: t.Sidecar}
 	}
 	mnt, err := mountRootOf(t.Sidecar, st)
 	if err != nil {
-		return err
+		return true, err
 	}
 	if mnt {
-		return &AliasError{Kind: MountPoint, Path: t.Sidecar}
+		return true, &AliasError{Kind: MountPoint, Path: t.Sidecar}
 	}
-	return nil
+	return true, nil
 }
 
 // attempt makes one lock attempt: get a descriptor of the sidecar (a parked
 // one, or a fresh open after the name checks), flock it without blocking,
-// then check that the path still names the locked inode and that the data
-// path still resolves to the same file (opening it with openData).
-func (t *Target) attempt(h *Hooks, openData bool) (*Lock, error) {
+// then check under the lock that the path still names the locked inode and
+// what the data path names now (verifyLocked). When the lock is held
+// elsewhere it returns errWouldBlock with the unlocked descriptor in l, for
+// the caller to wait on, park or close.
+func (t *Target) attempt(h *Hooks, opts Options) (*Lock, error) {
 	l := &Lock{fd: noFD, dataFD: noFD, target: t, hooks: h}
 	if p, ok := takeParked(t.Data); ok {
 		// Opened, checked and judged by an earlier attempt; a
@@ -569,7 +610,7 @@ func (t *Target) attempt(h *Hooks, openData bool) (*Lock, error) {
 			l.closeOnly()
 			return nil, err
 		}
-	} else if err := t.openFresh(l, h); err != nil {
+	} else if err := t.openFresh(l, h, opts.ExistingOnly); err != nil {
 		return nil, err
 	}
 	if h != nil && h.BeforeFlock != nil {
@@ -577,18 +618,21 @@ func (t *Target) attempt(h *Hooks, openData bool) (*Lock, error) {
 	}
 	if err := l.flock(lockExclusiveNB); err != nil {
 		if errors.Is(err, errWouldBlock) {
-			// Held elsewhere: keep the descriptor for the next poll
-			// or session; it holds nothing.
-			l.parkOrClose()
-			return nil, errWouldBlock
+			// Held elsewhere; the descriptor holds nothing.
+			return l, errWouldBlock
 		}
 		l.closeOnly()
 		return nil, &fs.PathError{Op: "flock", Path: t.Sidecar, Err: err}
 	}
-	// Under the lock: is the name still ours, singly linked, regular and
-	// not a mount point? For a parked descriptor this is also the check
-	// that the sidecar was not replaced, re-pointed or mounted over since
-	// it was opened.
+	return t.verifyLocked(l, opts)
+}
+
+// verifyLocked runs the checks due once l's descriptor holds the lock. Is
+// the sidecar name still ours, singly linked, regular and not a mount
+// point? For a parked descriptor this is also the check that the sidecar
+// was not replaced, re-pointed or mounted over since it was opened. Then
+// the data path is checked again (recheckData). Any failure unlocks.
+func (t *Target) verifyLocked(l *Lock, opts Options) (*Lock, error) {
 	cur, err := lstatIDz(t.sidecarZ, t.Sidecar)
 	if err != nil || cur.id != (fileID{l.id.Dev, l.id.Ino}) || cur.nlink != 1 || !cur.mode.IsRegular() || cur.mountRoot {
 		if uerr := l.unlockClose(); uerr != nil {
@@ -599,7 +643,10 @@ func (t *Target) attempt(h *Hooks, openData bool) (*Lock, error) {
 		}
 		return nil, errSidecarReplaced
 	}
-	dataFD, dataSize, err := t.recheckData(openData)
+	nt, dataFD, dataSize, err := t.recheckData(opts.OpenData, opts.Hooks)
+	if err == nil && opts.ExistingOnly && !nt.dataExists {
+		err = &MissingError{Path: t.Data}
+	}
 	if err != nil {
 		if uerr := l.unlockClose(); uerr != nil {
 			if err == errStaleResolve {
@@ -609,18 +656,29 @@ func (t *Target) attempt(h *Hooks, openData bool) (*Lock, error) {
 		}
 		return nil, err
 	}
+	l.target = nt
 	l.dataFD, l.dataSize = dataFD, dataSize
 	return l, nil
 }
 
 // openFresh opens the sidecar into l after checking its name (so that a
 // FIFO, device or directory is never opened), then checks the descriptor.
-func (t *Target) openFresh(l *Lock, h *Hooks) error {
-	if err := t.checkSidecarName(); err != nil {
+// With existingOnly and no data file, a missing sidecar is not created: the
+// attempt ends with *MissingError and nothing was written.
+func (t *Target) openFresh(l *Lock, h *Hooks, existingOnly bool) error {
+	exists, err := t.checkSidecarName()
+	if err != nil {
 		return err
 	}
-	fd, err := openSidecar(t.sidecarZ, t.Sidecar)
+	create := !existingOnly || t.dataExists
+	if !exists && !create {
+		return &MissingError{Path: t.Data}
+	}
+	fd, err := openSidecar(t.sidecarZ, t.Sidecar, create)
 	if err != nil {
+		if !create && errors.Is(err, fs.ErrNotExist) {
+			return &MissingError{Path: t.Data}
+		}
 		return err
 	}
 	l.fd = fd
@@ -649,80 +707,102 @@ func (t *Target) openFresh(l *Lock, h *Hooks) error {
 }
 
 // recheckData confirms, under the lock, that the raw path still resolves to
-// the chosen data path and that an existing data file is the same inode.
-// With openData and a data file that existed when resolved, the proof is
+// the chosen data path, and checks the file it names now. It returns the
+// Target describing that file: t itself, or a copy that took the identity
+// of a data file replaced, created or removed while the lock was awaited
+// (see recheckInfo). With openData and an existing data file, the proof is
 // made on a read-write descriptor of the file, which is returned with the
 // file's size (noFD otherwise); every failure closes it.
-func (t *Target) recheckData(openData bool) (int, int64, error) {
-	openData = openData && t.dataExists
+func (t *Target) recheckData(openData bool, h *Hooks) (*Target, int, int64, error) {
 	if t.raw == t.Data {
 		// The caller gave the resolved path: it still resolves to itself
 		// exactly when no element of it has become a symlink, which one
 		// openat2(RESOLVE_NO_SYMLINKS) answers atomically.
 		if openData {
 			if fd, st, ok := openCanonical(t.dataZ, t.Data, dataOpenFlags); ok {
-				return t.keepData(fd, st)
+				return t.keepData(fd, st, h)
 			}
 		}
 		if st, ok := statCanonical(t.dataZ, t.Data); ok {
-			return noFD, 0, t.recheckInfo(st)
+			nt, err := t.recheckInfo(st, h)
+			return nt, noFD, 0, err
 		}
 		if t.tentative {
-			return noFD, 0, errStaleResolve
+			return nil, noFD, 0, errStaleResolve
 		}
 	}
 	data, err := resolvePath(t.raw)
 	if err != nil {
-		return noFD, 0, err
+		return nil, noFD, 0, err
 	}
 	if data != t.Data {
-		return noFD, 0, &AliasError{Kind: IdentityChanged, Path: t.Data}
+		// Another file now, under another sidecar than the one locked.
+		return nil, noFD, 0, &AliasError{Kind: IdentityChanged, Path: t.Data}
 	}
 	if openData {
 		// t.Data is resolved: the symlink-free walk reaches it unless
 		// something changed, and then the lstat below says what.
 		if fd, st, ok := openCanonical(t.dataZ, t.Data, dataOpenFlags); ok {
-			return t.keepData(fd, st)
+			return t.keepData(fd, st, h)
 		}
 	}
 	st, err := lstatIDz(t.dataZ, t.Data)
 	if errors.Is(err, fs.ErrNotExist) {
 		if t.dataExists {
-			return noFD, 0, &AliasError{Kind: IdentityChanged, Path: t.Data}
+			// Removed by the holder before us: a new file for this
+			// session, as if it had never existed.
+			nt := *t
+			nt.dataExists, nt.dataID = false, fileID{}
+			return &nt, noFD, 0, nil
 		}
-		return noFD, 0, nil
+		return t, noFD, 0, nil
 	}
 	if err != nil {
-		return noFD, 0, err
+		return nil, noFD, 0, err
 	}
-	return noFD, 0, t.recheckInfo(st)
+	nt, err := t.recheckInfo(st, h)
+	return nt, noFD, 0, err
 }
 
 // keepData returns the data descriptor fd, whose statx result is st, if
 // the re-check accepts st; otherwise it closes fd.
-func (t *Target) keepData(fd int, st statInfo) (int, int64, error) {
-	if err := t.recheckInfo(st); err != nil {
+func (t *Target) keepData(fd int, st statInfo, h *Hooks) (*Target, int, int64, error) {
+	nt, err := t.recheckInfo(st, h)
+	if err != nil {
 		_ = closeFD(fd)
-		return noFD, 0, err
+		return nil, noFD, 0, err
 	}
-	return fd, st.size, nil
+	return nt, fd, st.size, nil
 }
 
-// recheckInfo compares the data file's current stat result with the one
-// recorded by Resolve.
-func (t *Target) recheckInfo(st statInfo) error {
+// recheckInfo checks the data file's current stat result under the lock.
+//
+// A different file than Resolve saw is not an alias by itself: replacing
+// the file under the lock is part of the protocol (a repair, compaction or
+// conversion writes a new file and renames it over the path), and a
+// session waiting meanwhile must go on with the new file. What the lock
+// must guarantee is that the file about to be opened is reached by exactly
+// one sidecar, the one now locked. The path still resolves to t.Data (the
+// caller proved it), whose sidecar is the locked one, so the new file is
+// judged like any file Resolve finds: regular, one link, not a mount point,
+// on a local filesystem. The returned copy of t carries its identity.
+func (t *Target) recheckInfo(st statInfo, h *Hooks) (*Target, error) {
 	switch {
 	case !st.mode.IsRegular():
-		return &AliasError{Kind: NonRegularData, Path: t.Data}
+		return nil, &AliasError{Kind: NonRegularData, Path: t.Data}
 	case st.nlink != 1:
-		return &AliasError{Kind: HardLinkedData, Path: t.Data}
+		return nil, &AliasError{Kind: HardLinkedData, Path: t.Data}
 	case st.rootKnown && st.mountRoot:
 		// The file itself mounted over its own name (same identity).
-		return &AliasError{Kind: MountPoint, Path: t.Data}
-	case t.dataExists && st.id != t.dataID:
-		return &AliasError{Kind: IdentityChanged, Path: t.Data}
+		return nil, &AliasError{Kind: MountPoint, Path: t.Data}
+	case t.dataExists && st.id == t.dataID:
+		return t, nil
 	}
-	return nil
+	nt := *t
+	if err := nt.checkDataInfo(st, h); err != nil {
+		return nil, err
+	}
+	return &nt, nil
 }
 
 // DataPath is the resolved absolute data path to open.

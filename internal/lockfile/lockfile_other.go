@@ -15,6 +15,8 @@ const (
 	dataOpenFlags   = 0
 )
 
+var errNotExist = fs.ErrNotExist
+
 type statInfo struct {
 	id    fileID
 	mode  fs.FileMode
@@ -32,7 +34,7 @@ func judgeFS(uint32, string, *Hooks) error                       { return ErrUns
 func statCanonical([]byte, string) (statInfo, bool)              { return statInfo{}, false }
 func openCanonical([]byte, string, uint64) (int, statInfo, bool) { return noFD, statInfo{}, false }
 func isLoop(error) bool                                          { return false }
-func openSidecar([]byte, string) (int, error)                    { return noFD, ErrUnsupportedTarget }
+func openSidecar([]byte, string, bool) (int, error)              { return noFD, ErrUnsupportedTarget }
 func closeFD(int) error                                          { return ErrUnsupportedTarget }
 func (l *Lock) flock(int) error                                  { return ErrUnsupportedTarget }
 func checkFS(string, *Hooks) error                               { return ErrUnsupportedTarget }
