@@ -40,9 +40,17 @@
 //     session on the same file instead of closed (parked.go says why that is
 //     as safe as a fresh open); idle parked descriptors are closed within
 //     about two seconds.
-//   - Waiting polls at most every 20 ms against one deadline taken from the
-//     monotonic clock. An acquisition completing later than the deadline plus
-//     one poll interval is released and reported as ErrTimedOut.
+//   - Waiting has one deadline taken from the monotonic clock. A waiter
+//     blocks in the kernel (flock without LOCK_NB, in a goroutine of its
+//     own; blocked.go), so that it is woken at the release instead of
+//     finding the lock taken again at its next poll. Where it cannot (one
+//     kernel waiter per file and a bounded number per process) it polls at
+//     most every 20 ms. A lock the kernel grants after the caller gave up is
+//     released at once; an acquisition completing later than the deadline
+//     plus one poll interval is released and reported as ErrTimedOut.
+//   - A single attempt (Wait zero) takes the lock if it is free at that
+//     instant and never queues: it does not defer to waiters, so under
+//     sustained contention it mostly fails. Taking turns needs a wait.
 //
 // Only Linux is supported; elsewhere every call returns ErrUnsupportedTarget
 // without touching the file system.
@@ -330,8 +338,18 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 		deadline = deadlineFor(start, opts.Wait)
 	}
 	identityRetries := 0
+	// blocked is a lock a kernel-blocked wait obtained, still to be
+	// re-checked as an attempt's flock would be.
+	var blocked *Lock
 	for {
-		l, err := t.attempt(h, opts)
+		var l *Lock
+		var err error
+		if blocked != nil {
+			l, err = t.verifyLocked(blocked, opts)
+			blocked = nil
+		} else {
+			l, err = t.attempt(h, opts)
+		}
 		switch {
 		case err == nil:
 			if opts.Wait > 0 && time.Since(deadline) > PollInterval {
@@ -375,7 +393,24 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 				l.parkOrClose()
 				return nil, ErrTimedOut
 			}
-			l.parkOrClose()
+			if h == nil || h.Sleep == nil {
+				bl, berr := t.waitBlocked(l, deadline)
+				switch {
+				case berr == nil:
+					blocked = bl
+					continue
+				case berr != errWouldBlock:
+					return nil, berr
+				}
+				// No kernel wait for this descriptor (another session
+				// of this process already waits in the kernel for the
+				// file, or too many do): poll.
+				if remaining = time.Until(deadline); remaining <= 0 {
+					return nil, ErrTimedOut
+				}
+			} else {
+				l.parkOrClose()
+			}
 			sleep := time.Sleep
 			if h != nil && h.Sleep != nil {
 				sleep = h.Sleep

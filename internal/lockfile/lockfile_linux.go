@@ -18,6 +18,7 @@ import (
 const supported = true
 
 const (
+	lockExclusive   = unix.LOCK_EX
 	lockExclusiveNB = unix.LOCK_EX | unix.LOCK_NB
 	lockUnlock      = unix.LOCK_UN
 )

@@ -9,6 +9,7 @@ import "io/fs"
 const supported = false
 
 const (
+	lockExclusive   = 0
 	lockExclusiveNB = 0
 	lockUnlock      = 0
 	noFD            = -1

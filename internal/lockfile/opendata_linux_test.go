@@ -10,9 +10,11 @@ import (
 )
 
 // openFDCount counts this process's open descriptors, after closing the
-// parked sidecar descriptors so that they do not blur the count.
+// parked sidecar descriptors so that they do not blur the count (and after
+// waiting for kernel waiters of earlier tests, which park theirs).
 func openFDCount(t *testing.T) int {
 	t.Helper()
+	waitNoBlocked(t)
 	closeParked()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
