@@ -109,9 +109,11 @@ func (t *Target) waitBlocked(l *Lock, deadline time.Time) (*Lock, error) {
 		blocked.Unlock()
 		<-w.done
 	}
-	// The result is ours: w.block saw claimed set.
-	nl := &Lock{fd: w.fd, id: w.id, magic: w.magic, parkable: w.parkable,
-		target: t, hooks: w.hooks, dataFD: noFD}
+	// The result is ours: w.block saw claimed set. The Lock is this
+	// session's, with its hooks (a waiter taken over had another's).
+	h := l.hooks
+	nl := &Lock{fd: w.fd, id: w.id, magic: w.magic, parkable: w.parkable && (h == nil || h.Close == nil),
+		target: t, hooks: h, dataFD: noFD}
 	switch err := w.err; {
 	case err == nil:
 		return nl, nil

@@ -267,3 +267,45 @@ func TestWaitingSessionsNeverOverlap(t *testing.T) {
 		t.Fatalf("%d sidecar descriptors left open", n)
 	}
 }
+
+// A session that takes over an abandoned waiter gets a Lock with its own
+// hooks, not those of the session that gave up.
+func TestTakenOverWaiterUsesOwnHooks(t *testing.T) {
+	data := newDataFile(t, t.TempDir(), "t.dets")
+	holder := mustAcquire(t, data, Options{})
+	var closedA, closedB atomic.Int32
+	hooksFor := func(n *atomic.Int32) *Hooks {
+		return &Hooks{Close: func(fd int) error { n.Add(1); return unix.Close(fd) }}
+	}
+	if _, err := Acquire(data, Options{Wait: 20 * time.Millisecond, Hooks: hooksFor(&closedA)}); !errors.Is(err, ErrTimedOut) {
+		t.Fatalf("want ErrTimedOut, got %v", err)
+	}
+	done := make(chan acquireResult, 1)
+	go func() {
+		l, err := Acquire(data, Options{Wait: 5 * time.Second, Hooks: hooksFor(&closedB)})
+		done <- acquireResult{l, err}
+	}()
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
+		blocked.Lock()
+		w := blocked.m[data]
+		taken := w != nil && w.claimed
+		blocked.Unlock()
+		if taken {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the abandoned waiter was not taken over")
+		}
+	}
+	// B closed its own descriptor when it took the waiter over.
+	a, b := closedA.Load(), closedB.Load()
+	mustUnlock(t, holder)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	mustUnlock(t, r.l)
+	if closedB.Load()-b != 1 || closedA.Load() != a {
+		t.Fatalf("Unlock closed through hooks of B %d times, of A %d times; want B once", closedB.Load()-b, closedA.Load()-a)
+	}
+}
