@@ -2,6 +2,7 @@ package exclusive
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -27,9 +28,11 @@ func fairChild(path string) int {
 	defer w.Flush()
 	for range n {
 		var waited time.Duration
+		var at int64
 		start := time.Now()
 		err := With(path, Options{Wait: WaitUpTo(time.Second)}, func(t *dets.Table) error {
 			waited = time.Since(start)
+			at = monoNow()
 			if _, err := increment(t); err != nil {
 				return err
 			}
@@ -38,7 +41,7 @@ func fairChild(path string) int {
 		})
 		switch {
 		case err == nil:
-			fmt.Fprintln(w, "w", int64(waited))
+			fmt.Fprintln(w, "w", int64(waited), at)
 		case errors.Is(err, ErrTimedOut):
 			fmt.Fprintln(w, "timeout")
 		default:
@@ -71,6 +74,11 @@ func TestFairWaitsNoTimeouts(t *testing.T) {
 		kids[i] = startChild(t, "fair", path, childNEnv+"="+strconv.Itoa(per))
 	}
 	var waits []time.Duration
+	type turn struct {
+		at   int64
+		proc int
+	}
+	var turns []turn
 	timeouts := make([]int, procs)
 	for i, c := range kids {
 		for {
@@ -80,9 +88,11 @@ func TestFairWaitsNoTimeouts(t *testing.T) {
 			}
 			f := strings.Fields(line)
 			switch {
-			case len(f) == 2 && f[0] == "w":
+			case len(f) == 3 && f[0] == "w":
 				ns, _ := strconv.ParseInt(f[1], 10, 64)
+				at, _ := strconv.ParseInt(f[2], 10, 64)
 				waits = append(waits, time.Duration(ns))
+				turns = append(turns, turn{at, i})
 			case len(f) == 1 && f[0] == "timeout":
 				timeouts[i]++
 			default:
@@ -97,13 +107,27 @@ func TestFairWaitsNoTimeouts(t *testing.T) {
 	for _, n := range timeouts {
 		total += n
 	}
+	// How often the lock went to the process that had just released it
+	// (with turns taken in rotation, never; at random, one time in procs).
+	slices.SortFunc(turns, func(a, b turn) int { return cmp.Compare(a.at, b.at) })
+	again, run, longest := 0, 1, 1
+	for i := 1; i < len(turns); i++ {
+		if turns[i].proc == turns[i-1].proc {
+			again++
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 1
+		}
+	}
 	slices.Sort(waits)
 	var p50, p99, worst time.Duration
 	if len(waits) > 0 {
 		p50, p99, worst = waits[len(waits)/2], waits[len(waits)*99/100], waits[len(waits)-1]
 	}
-	t.Logf("%d×%d sessions in %v: wait p50 %v p99 %v max %v; %d timeouts (per process %v)",
-		procs, per, time.Since(start).Round(time.Millisecond), p50, p99, worst, total, timeouts)
+	t.Logf("%d×%d sessions in %v: wait p50 %v p99 %v max %v; %d timeouts (per process %v); "+
+		"%d of %d turns to the previous owner, longest run %d",
+		procs, per, time.Since(start).Round(time.Millisecond), p50, p99, worst, total, timeouts, again, len(turns)-1, longest)
 	n, err := Do(path, Options{}, readCount)
 	if err != nil {
 		t.Fatal(err)

@@ -309,3 +309,54 @@ func TestTakenOverWaiterUsesOwnHooks(t *testing.T) {
 		t.Fatalf("Unlock closed through hooks of B %d times, of A %d times; want B once", closedB.Load()-b, closedA.Load()-a)
 	}
 }
+
+// After an acquisition that had to wait, the next waiting attempt of the
+// process on the file pauses first (yields the turn to woken waiters);
+// a single attempt never does, nor an attempt once contendedFor has passed
+// or in a process that never waited for the file.
+func TestYieldTurnAfterContention(t *testing.T) {
+	closeParked() // the mark travels with the parked descriptor: leave room
+	data := newDataFile(t, t.TempDir(), "t.dets")
+	var pauses []time.Duration
+	var mu sync.Mutex
+	h := &Hooks{Sleep: func(d time.Duration) {
+		mu.Lock()
+		pauses = append(pauses, d)
+		mu.Unlock()
+		time.Sleep(d)
+	}}
+	take := func() []time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		p := pauses
+		pauses = nil
+		return p
+	}
+	// Uncontended: no pause.
+	for range 3 {
+		mustUnlock(t, mustAcquire(t, data, Options{Wait: time.Second, Hooks: h}))
+	}
+	if p := take(); len(p) != 0 {
+		t.Fatalf("uncontended sessions paused %v", p)
+	}
+	// A contended acquisition (polling, since Sleep is hooked).
+	holder := mustAcquire(t, data, Options{})
+	time.AfterFunc(30*time.Millisecond, func() { _ = holder.Unlock() })
+	mustUnlock(t, mustAcquire(t, data, Options{Wait: time.Second, Hooks: h}))
+	if p := take(); len(p) == 0 {
+		t.Fatal("the contended acquisition never polled")
+	}
+	mustUnlock(t, mustAcquire(t, data, Options{Hooks: h}))
+	if p := take(); len(p) != 0 {
+		t.Fatalf("a single attempt paused %v", p)
+	}
+	mustUnlock(t, mustAcquire(t, data, Options{Wait: time.Second, Hooks: h}))
+	if p := take(); len(p) != 1 || p[0] != yieldPause {
+		t.Fatalf("waiting attempt after contention paused %v, want [%v]", p, yieldPause)
+	}
+	time.Sleep(contendedFor)
+	mustUnlock(t, mustAcquire(t, data, Options{Wait: time.Second, Hooks: h}))
+	if p := take(); len(p) != 0 {
+		t.Fatalf("paused %v after contendedFor", p)
+	}
+}

@@ -272,12 +272,14 @@ type ID struct{ Dev, Ino uint64 }
 // Lock is a held sidecar lock. It keeps the raw descriptor, which nothing
 // closes behind its back (no finalizer), so the lock lives until Unlock.
 type Lock struct {
-	mu      sync.Mutex
-	fd      int
-	id      ID
-	magic   uint32 // statfs f_type of the sidecar's filesystem, as the kernel gave it
-	target  *Target
-	hooks   *Hooks
+	mu     sync.Mutex
+	fd     int
+	id     ID
+	target *Target
+	hooks  *Hooks
+	magic  uint32 // statfs f_type of the sidecar's filesystem, as the kernel gave it
+	// (magic and the flags share one word, so that the Lock stays in the
+	// 80-byte size class.)
 	release bool
 	// parkable: Unlock may park the descriptor (see parked.go). Set only
 	// when the kernel gave the mount-root attribute, which the re-check of
@@ -288,6 +290,10 @@ type Lock struct {
 	// closes it; noFD otherwise. dataSize is its size then.
 	dataFD   int
 	dataSize int64
+	// waitedAt is when (monoNow) an acquisition of this file by this
+	// process last had to wait, zero if none is known, handed on through
+	// the parked descriptor; see yieldTurn.
+	waitedAt int64
 }
 
 // Acquire resolves path and takes its sidecar lock.
@@ -341,6 +347,7 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 	// blocked is a lock a kernel-blocked wait obtained, still to be
 	// re-checked as an attempt's flock would be.
 	var blocked *Lock
+	waited := false
 	for {
 		var l *Lock
 		var err error
@@ -348,7 +355,7 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 			l, err = t.verifyLocked(blocked, opts)
 			blocked = nil
 		} else {
-			l, err = t.attempt(h, opts)
+			l, err = t.attempt(h, opts, deadline)
 		}
 		switch {
 		case err == nil:
@@ -359,6 +366,9 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 					return nil, errors.Join(ErrTimedOut, uerr)
 				}
 				return nil, ErrTimedOut
+			}
+			if waited {
+				l.waitedAt = monoNow()
 			}
 			return l, nil
 		case err == errStaleResolve:
@@ -383,6 +393,7 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 			}
 			continue
 		case errors.Is(err, errWouldBlock):
+			waited = true
 			// l is the unlocked descriptor the attempt tried.
 			if opts.Wait <= 0 {
 				l.parkOrClose()
@@ -632,8 +643,9 @@ func (t *Target) checkSidecarName() (exists bool, err error) {
 // then check under the lock that the path still names the locked inode and
 // what the data path names now (verifyLocked). When the lock is held
 // elsewhere it returns errWouldBlock with the unlocked descriptor in l, for
-// the caller to wait on, park or close.
-func (t *Target) attempt(h *Hooks, opts Options) (*Lock, error) {
+// the caller to wait on, park or close. deadline is the wait's (zero for a
+// single attempt).
+func (t *Target) attempt(h *Hooks, opts Options, deadline time.Time) (*Lock, error) {
 	l := &Lock{fd: noFD, dataFD: noFD, target: t, hooks: h}
 	if p, ok := takeParked(t.Data); ok {
 		// Opened, checked and judged by an earlier attempt; a
@@ -644,6 +656,10 @@ func (t *Target) attempt(h *Hooks, opts Options) (*Lock, error) {
 		if err := judgeFS(p.magic, t.Sidecar, h); err != nil {
 			l.closeOnly()
 			return nil, err
+		}
+		l.waitedAt = p.waitedAt
+		if p.waitedAt != 0 && opts.Wait > 0 {
+			yieldTurn(p.waitedAt, deadline, h)
 		}
 	} else if err := t.openFresh(l, h, opts.ExistingOnly); err != nil {
 		return nil, err
@@ -918,7 +934,7 @@ func (l *Lock) parkOrClose() {
 	if l.parkable {
 		fd := l.fd
 		l.fd = noFD
-		parkFD(l.target.Data, parkedFD{fd: fd, id: fileID{l.id.Dev, l.id.Ino}, magic: l.magic})
+		parkFD(l.target.Data, parkedFD{fd: fd, id: fileID{l.id.Dev, l.id.Ino}, magic: l.magic, waitedAt: l.waitedAt})
 		return
 	}
 	_ = l.closeFile()
