@@ -43,7 +43,7 @@ import (
 // scheduled, and the process that has just released is already running,
 // so its next session's first attempt, which does not block, often comes
 // first. Measured with 8 processes taking turns, that happened in about a
-// third of the turns, in runs of up to 15. So a waiting session that finds
+// third of the turns, in runs of up to 17. So a waiting session that finds
 // this process waited for the file recently (contendedFor) first yields
 // the turn (yieldTurn): it pauses briefly (yieldPause) before its first
 // attempt, long enough for a woken waiter to take the lock, after which
