@@ -43,10 +43,21 @@
 //
 // # Waiting
 //
-// Immediate tries once and gives ErrBusy. WaitUpTo(d) retries at most every
-// 20 ms until one monotonic deadline and gives ErrTimedOut; WaitUpTo(0) is
-// Immediate and a negative duration gives ErrInvalidWait. There is no
-// infinite wait. Once the lock is held the deadline no longer applies.
+// Immediate tries once and gives ErrBusy. WaitUpTo(d) waits until one
+// monotonic deadline and gives ErrTimedOut; WaitUpTo(0) is Immediate and a
+// negative duration gives ErrInvalidWait. There is no infinite wait. Once
+// the lock is held the deadline no longer applies.
+//
+// A waiting session blocks in the kernel, which wakes it when the lock is
+// released, so sessions of many processes contending for one file take
+// turns instead of the last owner taking the lock again and again. This
+// holds one OS thread per file waited on in the process (a session that
+// times out leaves it blocked until the lock is released, then gives the
+// lock straight back); a second session of the process waiting for the
+// same file, and sessions beyond a small bound, poll at most every 20 ms.
+// Immediate does not queue: it takes the lock only if it is free at that
+// instant, so under sustained contention it mostly gives ErrBusy. Use a
+// wait to take turns.
 //
 // # Options
 //
@@ -175,5 +186,12 @@
 // the lock between a read and a dependent write permits lost updates: keep
 // read-modify-write inside one callback (see the examples). Keep the
 // namespace stable: renaming, replacing or removing data files or sidecars,
-// or adding links, while sessions can start is outside the contract.
+// or adding links, while sessions can start is outside the contract, except
+// for the owner of the lock replacing the data file (a repair renames the
+// rebuilt file over the path): sessions waiting meanwhile go on with the
+// new file, which is checked under the lock like any other.
+//
+// A read-only session on a missing file fails as its open would (a
+// *SessionError of stage OpenFailure matching fs.ErrNotExist) and leaves
+// nothing on disk: no sidecar is created for a file that does not exist.
 package exclusive

@@ -115,7 +115,9 @@ func Do[T any](path string, opts Options, fn func(*dets.Table) (T, error)) (T, e
 	// the lock's re-check opened instead of opening the path again. A
 	// custom FS must see every open, and a read-only session would need
 	// a read-only descriptor, so both open by path.
-	mode := runMode{openData: !to.ReadOnly && to.FS == nil, readOnly: to.ReadOnly}
+	// A read-only open cannot create the file: the lock then leaves no
+	// sidecar for a missing one.
+	mode := runMode{openData: !to.ReadOnly && to.FS == nil, readOnly: to.ReadOnly, existingOnly: to.ReadOnly && to.FS == nil}
 	return run(path, opts.Wait, opts.hooks, mode, open, fn)
 }
 

@@ -113,6 +113,10 @@ func runChild(role, path string) int {
 		}
 		w.Flush()
 		return 0
+	case "fair":
+		return fairChild(path)
+	case "repairwait":
+		return repairWaitChild(path)
 	}
 	return 4
 }

@@ -115,6 +115,10 @@ type runMode struct {
 	// readOnly: the table is opened read-only, so a failed close leaves
 	// nothing unwritten and does not quarantine the file.
 	readOnly bool
+	// existingOnly: open cannot create the file, so a missing data file
+	// fails as an open failure matching fs.ErrNotExist, and the lock
+	// creates no sidecar for it.
+	existingOnly bool
 }
 
 // noHooks is the production testHooks, shared so that run allocates none.
@@ -136,10 +140,14 @@ func run[T any, R closer](path string, wait Wait, hooks *testHooks, mode runMode
 	// Resolution and the quarantine check by path (Refuse) happen inside
 	// Acquire, before any lock attempt, and again if the path turns out to
 	// resolve elsewhere under the lock. The wait covers resolution too.
-	lock, err := lockfile.Acquire(path, lockfile.Options{Wait: wait.d, Hooks: hooks.lock, Refuse: refuseQuarantined, OpenData: mode.openData})
+	lock, err := lockfile.Acquire(path, lockfile.Options{Wait: wait.d, Hooks: hooks.lock, Refuse: refuseQuarantined, OpenData: mode.openData, ExistingOnly: mode.existingOnly})
 	if err != nil {
 		if errors.Is(err, errRefused) {
 			return zero, &AcquisitionError{Reason: ErrQuarantined}
+		}
+		if errors.Is(err, lockfile.ErrNoDataFile) {
+			// What the open would have said, without a lock left behind.
+			return zero, &SessionError{Stage: OpenFailure, Err: err}
 		}
 		return zero, acquisitionError(err)
 	}

@@ -28,14 +28,29 @@
 //   - After flock succeeds, the sidecar's identity is checked again (fstat of the
 //     locked descriptor against lstat of the path). If the sidecar was replaced
 //     in between, the lock is released and the attempt retried. The data path
-//     is checked again too (still resolved, same file).
+//     is checked again too: it must still resolve to the same path, whose
+//     sidecar is the one locked. A different file there is no alias: the
+//     previous owner may have replaced it (a repair renames a rebuilt file
+//     over the path), created or removed it. It is judged like a file found
+//     by resolution (regular, one link, not a mount point, local) and the
+//     lock describes it from then on.
+//   - A caller that will not create the data file (Options.ExistingOnly)
+//     leaves no footprint when it is missing: no sidecar is created.
 //   - Release is LOCK_UN, then the unlocked descriptor is parked for the next
 //     session on the same file instead of closed (parked.go says why that is
 //     as safe as a fresh open); idle parked descriptors are closed within
 //     about two seconds.
-//   - Waiting polls at most every 20 ms against one deadline taken from the
-//     monotonic clock. An acquisition completing later than the deadline plus
-//     one poll interval is released and reported as ErrTimedOut.
+//   - Waiting has one deadline taken from the monotonic clock. A waiter
+//     blocks in the kernel (flock without LOCK_NB, in a goroutine of its
+//     own; blocked.go), so that it is woken at the release instead of
+//     finding the lock taken again at its next poll. Where it cannot (one
+//     kernel waiter per file and a bounded number per process) it polls at
+//     most every 20 ms. A lock the kernel grants after the caller gave up is
+//     released at once; an acquisition completing later than the deadline
+//     plus one poll interval is released and reported as ErrTimedOut.
+//   - A single attempt (Wait zero) takes the lock if it is free at that
+//     instant and never queues: it does not defer to waiters, so under
+//     sustained contention it mostly fails. Taking turns needs a wait.
 //
 // Only Linux is supported; elsewhere every call returns ErrUnsupportedTarget
 // without touching the file system.
@@ -84,6 +99,9 @@ var (
 	ErrUnsupportedTarget = errors.New("lockfile: unsupported target platform")
 	// ErrReleased: Unlock was called on a lock that was already released.
 	ErrReleased = errors.New("lockfile: lock already released")
+	// ErrNoDataFile: Options.ExistingOnly was set and the data file does
+	// not exist. See *MissingError, which also matches fs.ErrNotExist.
+	ErrNoDataFile = errors.New("lockfile: data file does not exist")
 )
 
 // AliasKind says why a path was refused as an unsafe alias.
@@ -135,6 +153,22 @@ func (e *AliasError) Error() string {
 // Is makes every AliasError match ErrUnsafeAlias.
 func (e *AliasError) Is(target error) bool { return target == ErrUnsafeAlias }
 
+// MissingError reports a data file that does not exist although the
+// caller asked for an existing one (Options.ExistingOnly). It matches
+// ErrNoDataFile and, through Unwrap, fs.ErrNotExist.
+type MissingError struct {
+	Path string // the resolved data path
+}
+
+func (e *MissingError) Error() string { return "lockfile: data file does not exist: " + e.Path }
+
+// Is makes every MissingError match ErrNoDataFile.
+func (e *MissingError) Is(target error) bool { return target == ErrNoDataFile }
+
+// Unwrap gives ENOENT (fs.ErrNotExist where there is no errno), so that
+// errors.Is(err, fs.ErrNotExist) holds and the errno reads as an open's.
+func (e *MissingError) Unwrap() error { return errNotExist }
+
 // FilesystemError reports a refused filesystem. It matches ErrUnsupportedFilesystem.
 type FilesystemError struct {
 	Magic uint32 // statfs f_type
@@ -165,6 +199,14 @@ type Options struct {
 	// one the walk cannot open (no openat2, no write permission), leaves
 	// no descriptor and is re-checked as without OpenData.
 	OpenData bool
+	// ExistingOnly is for a caller that will not create the data file
+	// (a read-only session): a missing data file ends the acquisition
+	// with *MissingError (ErrNoDataFile, fs.ErrNotExist). If no sidecar
+	// exists either, nothing is created or locked: no session ever
+	// materialized the file, so none can be creating it now. If the
+	// sidecar exists, the lock is taken and the data path checked again
+	// under it, since a session holding it may be replacing the file.
+	ExistingOnly bool
 	// Hooks replaces system calls in tests; nil in production.
 	Hooks *Hooks
 }
@@ -230,12 +272,14 @@ type ID struct{ Dev, Ino uint64 }
 // Lock is a held sidecar lock. It keeps the raw descriptor, which nothing
 // closes behind its back (no finalizer), so the lock lives until Unlock.
 type Lock struct {
-	mu      sync.Mutex
-	fd      int
-	id      ID
-	magic   uint32 // statfs f_type of the sidecar's filesystem, as the kernel gave it
-	target  *Target
-	hooks   *Hooks
+	mu     sync.Mutex
+	fd     int
+	id     ID
+	target *Target
+	hooks  *Hooks
+	magic  uint32 // statfs f_type of the sidecar's filesystem, as the kernel gave it
+	// (magic and the flags share one word, so that the Lock stays in the
+	// 80-byte size class.)
 	release bool
 	// parkable: Unlock may park the descriptor (see parked.go). Set only
 	// when the kernel gave the mount-root attribute, which the re-check of
@@ -246,6 +290,10 @@ type Lock struct {
 	// closes it; noFD otherwise. dataSize is its size then.
 	dataFD   int
 	dataSize int64
+	// waitedAt is when (monoNow) an acquisition of this file by this
+	// process last had to wait, zero if none is known, handed on through
+	// the parked descriptor; see yieldTurn.
+	waitedAt int64
 }
 
 // Acquire resolves path and takes its sidecar lock.
@@ -296,8 +344,19 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 		deadline = deadlineFor(start, opts.Wait)
 	}
 	identityRetries := 0
+	// blocked is a lock a kernel-blocked wait obtained, still to be
+	// re-checked as an attempt's flock would be.
+	var blocked *Lock
+	waited := false
 	for {
-		l, err := t.attempt(h, opts.OpenData)
+		var l *Lock
+		var err error
+		if blocked != nil {
+			l, err = t.verifyLocked(blocked, opts)
+			blocked = nil
+		} else {
+			l, err = t.attempt(h, opts, deadline)
+		}
 		switch {
 		case err == nil:
 			if opts.Wait > 0 && time.Since(deadline) > PollInterval {
@@ -307,6 +366,9 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 					return nil, errors.Join(ErrTimedOut, uerr)
 				}
 				return nil, ErrTimedOut
+			}
+			if waited {
+				l.waitedAt = monoNow()
 			}
 			return l, nil
 		case err == errStaleResolve:
@@ -331,12 +393,34 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 			}
 			continue
 		case errors.Is(err, errWouldBlock):
+			waited = true
+			// l is the unlocked descriptor the attempt tried.
 			if opts.Wait <= 0 {
+				l.parkOrClose()
 				return nil, ErrBusy
 			}
 			remaining := time.Until(deadline)
 			if remaining <= 0 {
+				l.parkOrClose()
 				return nil, ErrTimedOut
+			}
+			if h == nil || h.Sleep == nil {
+				bl, berr := t.waitBlocked(l, deadline)
+				switch {
+				case berr == nil:
+					blocked = bl
+					continue
+				case berr != errWouldBlock:
+					return nil, berr
+				}
+				// No kernel wait for this descriptor (another session
+				// of this process already waits in the kernel for the
+				// file, or too many do): poll.
+				if remaining = time.Until(deadline); remaining <= 0 {
+					return nil, ErrTimedOut
+				}
+			} else {
+				l.parkOrClose()
 			}
 			sleep := time.Sleep
 			if h != nil && h.Sleep != nil {
@@ -526,38 +610,42 @@ func (t *Target) checkDataInfo(st statInfo, h *Hooks) error {
 }
 
 // checkSidecarName refuses a sidecar path that exists as anything but a plain,
-// singly linked regular file. It never opens the path.
-func (t *Target) checkSidecarName() error {
+// singly linked regular file, and says whether it exists. It never opens
+// the path.
+func (t *Target) checkSidecarName() (exists bool, err error) {
 	st, err := lstatIDz(t.sidecarZ, t.Sidecar)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	switch {
 	case st.mode&fs.ModeSymlink != 0:
-		return &AliasError{Kind: SymlinkSidecar, Path: t.Sidecar}
+		return true, &AliasError{Kind: SymlinkSidecar, Path: t.Sidecar}
 	case !st.mode.IsRegular():
-		return &AliasError{Kind: NonRegularSidecar, Path: t.Sidecar}
+		return true, &AliasError{Kind: NonRegularSidecar, Path: t.Sidecar}
 	case st.nlink != 1:
-		return &AliasError{Kind: HardLinkedSidecar, Path: t.Sidecar}
+		return true, &AliasError{Kind: HardLinkedSidecar, Path: t.Sidecar}
 	}
 	mnt, err := mountRootOf(t.Sidecar, st)
 	if err != nil {
-		return err
+		return true, err
 	}
 	if mnt {
-		return &AliasError{Kind: MountPoint, Path: t.Sidecar}
+		return true, &AliasError{Kind: MountPoint, Path: t.Sidecar}
 	}
-	return nil
+	return true, nil
 }
 
 // attempt makes one lock attempt: get a descriptor of the sidecar (a parked
 // one, or a fresh open after the name checks), flock it without blocking,
-// then check that the path still names the locked inode and that the data
-// path still resolves to the same file (opening it with openData).
-func (t *Target) attempt(h *Hooks, openData bool) (*Lock, error) {
+// then check under the lock that the path still names the locked inode and
+// what the data path names now (verifyLocked). When the lock is held
+// elsewhere it returns errWouldBlock with the unlocked descriptor in l, for
+// the caller to wait on, park or close. deadline is the wait's (zero for a
+// single attempt).
+func (t *Target) attempt(h *Hooks, opts Options, deadline time.Time) (*Lock, error) {
 	l := &Lock{fd: noFD, dataFD: noFD, target: t, hooks: h}
 	if p, ok := takeParked(t.Data); ok {
 		// Opened, checked and judged by an earlier attempt; a
@@ -569,7 +657,11 @@ func (t *Target) attempt(h *Hooks, openData bool) (*Lock, error) {
 			l.closeOnly()
 			return nil, err
 		}
-	} else if err := t.openFresh(l, h); err != nil {
+		l.waitedAt = p.waitedAt
+		if p.waitedAt != 0 && opts.Wait > 0 {
+			yieldTurn(p.waitedAt, deadline, h)
+		}
+	} else if err := t.openFresh(l, h, opts.ExistingOnly); err != nil {
 		return nil, err
 	}
 	if h != nil && h.BeforeFlock != nil {
@@ -577,18 +669,21 @@ func (t *Target) attempt(h *Hooks, openData bool) (*Lock, error) {
 	}
 	if err := l.flock(lockExclusiveNB); err != nil {
 		if errors.Is(err, errWouldBlock) {
-			// Held elsewhere: keep the descriptor for the next poll
-			// or session; it holds nothing.
-			l.parkOrClose()
-			return nil, errWouldBlock
+			// Held elsewhere; the descriptor holds nothing.
+			return l, errWouldBlock
 		}
 		l.closeOnly()
 		return nil, &fs.PathError{Op: "flock", Path: t.Sidecar, Err: err}
 	}
-	// Under the lock: is the name still ours, singly linked, regular and
-	// not a mount point? For a parked descriptor this is also the check
-	// that the sidecar was not replaced, re-pointed or mounted over since
-	// it was opened.
+	return t.verifyLocked(l, opts)
+}
+
+// verifyLocked runs the checks due once l's descriptor holds the lock. Is
+// the sidecar name still ours, singly linked, regular and not a mount
+// point? For a parked descriptor this is also the check that the sidecar
+// was not replaced, re-pointed or mounted over since it was opened. Then
+// the data path is checked again (recheckData). Any failure unlocks.
+func (t *Target) verifyLocked(l *Lock, opts Options) (*Lock, error) {
 	cur, err := lstatIDz(t.sidecarZ, t.Sidecar)
 	if err != nil || cur.id != (fileID{l.id.Dev, l.id.Ino}) || cur.nlink != 1 || !cur.mode.IsRegular() || cur.mountRoot {
 		if uerr := l.unlockClose(); uerr != nil {
@@ -599,7 +694,10 @@ func (t *Target) attempt(h *Hooks, openData bool) (*Lock, error) {
 		}
 		return nil, errSidecarReplaced
 	}
-	dataFD, dataSize, err := t.recheckData(openData)
+	nt, dataFD, dataSize, err := t.recheckData(opts.OpenData, opts.Hooks)
+	if err == nil && opts.ExistingOnly && !nt.dataExists {
+		err = &MissingError{Path: t.Data}
+	}
 	if err != nil {
 		if uerr := l.unlockClose(); uerr != nil {
 			if err == errStaleResolve {
@@ -609,18 +707,29 @@ func (t *Target) attempt(h *Hooks, openData bool) (*Lock, error) {
 		}
 		return nil, err
 	}
+	l.target = nt
 	l.dataFD, l.dataSize = dataFD, dataSize
 	return l, nil
 }
 
 // openFresh opens the sidecar into l after checking its name (so that a
 // FIFO, device or directory is never opened), then checks the descriptor.
-func (t *Target) openFresh(l *Lock, h *Hooks) error {
-	if err := t.checkSidecarName(); err != nil {
+// With existingOnly and no data file, a missing sidecar is not created: the
+// attempt ends with *MissingError and nothing was written.
+func (t *Target) openFresh(l *Lock, h *Hooks, existingOnly bool) error {
+	exists, err := t.checkSidecarName()
+	if err != nil {
 		return err
 	}
-	fd, err := openSidecar(t.sidecarZ, t.Sidecar)
+	create := !existingOnly || t.dataExists
+	if !exists && !create {
+		return &MissingError{Path: t.Data}
+	}
+	fd, err := openSidecar(t.sidecarZ, t.Sidecar, create)
 	if err != nil {
+		if !create && errors.Is(err, fs.ErrNotExist) {
+			return &MissingError{Path: t.Data}
+		}
 		return err
 	}
 	l.fd = fd
@@ -645,83 +754,6 @@ func (t *Target) openFresh(l *Lock, h *Hooks) error {
 	l.id = ID{Dev: st.id.dev, Ino: st.id.ino}
 	l.magic = magic
 	l.parkable = st.rootKnown && (h == nil || h.Close == nil)
-	return nil
-}
-
-// recheckData confirms, under the lock, that the raw path still resolves to
-// the chosen data path and that an existing data file is the same inode.
-// With openData and a data file that existed when resolved, the proof is
-// made on a read-write descriptor of the file, which is returned with the
-// file's size (noFD otherwise); every failure closes it.
-func (t *Target) recheckData(openData bool) (int, int64, error) {
-	openData = openData && t.dataExists
-	if t.raw == t.Data {
-		// The caller gave the resolved path: it still resolves to itself
-		// exactly when no element of it has become a symlink, which one
-		// openat2(RESOLVE_NO_SYMLINKS) answers atomically.
-		if openData {
-			if fd, st, ok := openCanonical(t.dataZ, t.Data, dataOpenFlags); ok {
-				return t.keepData(fd, st)
-			}
-		}
-		if st, ok := statCanonical(t.dataZ, t.Data); ok {
-			return noFD, 0, t.recheckInfo(st)
-		}
-		if t.tentative {
-			return noFD, 0, errStaleResolve
-		}
-	}
-	data, err := resolvePath(t.raw)
-	if err != nil {
-		return noFD, 0, err
-	}
-	if data != t.Data {
-		return noFD, 0, &AliasError{Kind: IdentityChanged, Path: t.Data}
-	}
-	if openData {
-		// t.Data is resolved: the symlink-free walk reaches it unless
-		// something changed, and then the lstat below says what.
-		if fd, st, ok := openCanonical(t.dataZ, t.Data, dataOpenFlags); ok {
-			return t.keepData(fd, st)
-		}
-	}
-	st, err := lstatIDz(t.dataZ, t.Data)
-	if errors.Is(err, fs.ErrNotExist) {
-		if t.dataExists {
-			return noFD, 0, &AliasError{Kind: IdentityChanged, Path: t.Data}
-		}
-		return noFD, 0, nil
-	}
-	if err != nil {
-		return noFD, 0, err
-	}
-	return noFD, 0, t.recheckInfo(st)
-}
-
-// keepData returns the data descriptor fd, whose statx result is st, if
-// the re-check accepts st; otherwise it closes fd.
-func (t *Target) keepData(fd int, st statInfo) (int, int64, error) {
-	if err := t.recheckInfo(st); err != nil {
-		_ = closeFD(fd)
-		return noFD, 0, err
-	}
-	return fd, st.size, nil
-}
-
-// recheckInfo compares the data file's current stat result with the one
-// recorded by Resolve.
-func (t *Target) recheckInfo(st statInfo) error {
-	switch {
-	case !st.mode.IsRegular():
-		return &AliasError{Kind: NonRegularData, Path: t.Data}
-	case st.nlink != 1:
-		return &AliasError{Kind: HardLinkedData, Path: t.Data}
-	case st.rootKnown && st.mountRoot:
-		// The file itself mounted over its own name (same identity).
-		return &AliasError{Kind: MountPoint, Path: t.Data}
-	case t.dataExists && st.id != t.dataID:
-		return &AliasError{Kind: IdentityChanged, Path: t.Data}
-	}
 	return nil
 }
 
@@ -803,7 +835,7 @@ func (l *Lock) parkOrClose() {
 	if l.parkable {
 		fd := l.fd
 		l.fd = noFD
-		parkFD(l.target.Data, parkedFD{fd: fd, id: fileID{l.id.Dev, l.id.Ino}, magic: l.magic})
+		parkFD(l.target.Data, parkedFD{fd: fd, id: fileID{l.id.Dev, l.id.Ino}, magic: l.magic, waitedAt: l.waitedAt})
 		return
 	}
 	_ = l.closeFile()

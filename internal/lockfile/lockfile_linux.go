@@ -18,9 +18,13 @@ import (
 const supported = true
 
 const (
+	lockExclusive   = unix.LOCK_EX
 	lockExclusiveNB = unix.LOCK_EX | unix.LOCK_NB
 	lockUnlock      = unix.LOCK_UN
 )
+
+// errNotExist is what a *MissingError wraps.
+var errNotExist error = unix.ENOENT
 
 // noFD marks a Lock whose descriptor is closed.
 const noFD = -1
@@ -268,25 +272,30 @@ func mountRootOf(path string, st statInfo) (bool, error) {
 
 func isLoop(err error) bool { return errors.Is(err, syscall.ELOOP) }
 
-// openSidecar opens (creating if needed) the sidecar without following a
-// symlink, without blocking on a FIFO, and close-on-exec so that children
-// started during a session do not inherit the lock. It returns a raw
-// descriptor: no *os.File means no finalizer that could close it (and drop
-// the lock) while the Lock is still in use, and no fcntl calls to register
-// it with the poller. O_NONBLOCK is left set: the descriptor is only ever
-// given to fstat, flock and close, none of which look at it (flock's
-// blocking is chosen by LOCK_NB). z is path NUL-terminated, or nil.
-func openSidecar(z []byte, path string) (int, error) {
-	const flags = unix.O_CREAT | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY
+// openSidecar opens the sidecar (creating it if needed and create is set)
+// without following a symlink, without blocking on a FIFO, and
+// close-on-exec so that children started during a session do not inherit
+// the lock. It returns a raw descriptor: no *os.File means no finalizer
+// that could close it (and drop the lock) while the Lock is still in use,
+// and no fcntl calls to register it with the poller. O_NONBLOCK is left
+// set: the descriptor is only ever given to fstat, flock and close, none of
+// which look at it (flock's blocking is chosen by LOCK_NB). z is path
+// NUL-terminated, or nil.
+func openSidecar(z []byte, path string, create bool) (int, error) {
+	const flags = unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY
 	p, err := pathPtr(z, path)
 	if err != nil {
 		return noFD, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	fd, err := openat(p, unix.O_RDWR|unix.O_LARGEFILE|flags, sidecarPerm)
+	rw := unix.O_RDWR | unix.O_LARGEFILE | flags
+	if create {
+		rw |= unix.O_CREAT
+	}
+	fd, err := openat(p, rw, sidecarPerm)
 	if err == unix.EACCES {
 		// Another user's sidecar we may not write: flock works on a
 		// read-only descriptor too. Never create in this case.
-		fd, err = openat(p, unix.O_RDONLY|unix.O_LARGEFILE|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+		fd, err = openat(p, unix.O_RDONLY|unix.O_LARGEFILE|flags, 0)
 	}
 	runtime.KeepAlive(z)
 	if err != nil {

@@ -9,11 +9,14 @@ import "io/fs"
 const supported = false
 
 const (
+	lockExclusive   = 0
 	lockExclusiveNB = 0
 	lockUnlock      = 0
 	noFD            = -1
 	dataOpenFlags   = 0
 )
+
+var errNotExist = fs.ErrNotExist
 
 type statInfo struct {
 	id    fileID
@@ -32,7 +35,7 @@ func judgeFS(uint32, string, *Hooks) error                       { return ErrUns
 func statCanonical([]byte, string) (statInfo, bool)              { return statInfo{}, false }
 func openCanonical([]byte, string, uint64) (int, statInfo, bool) { return noFD, statInfo{}, false }
 func isLoop(error) bool                                          { return false }
-func openSidecar([]byte, string) (int, error)                    { return noFD, ErrUnsupportedTarget }
+func openSidecar([]byte, string, bool) (int, error)              { return noFD, ErrUnsupportedTarget }
 func closeFD(int) error                                          { return ErrUnsupportedTarget }
 func (l *Lock) flock(int) error                                  { return ErrUnsupportedTarget }
 func checkFS(string, *Hooks) error                               { return ErrUnsupportedTarget }

@@ -10,9 +10,11 @@ import (
 )
 
 // openFDCount counts this process's open descriptors, after closing the
-// parked sidecar descriptors so that they do not blur the count.
+// parked sidecar descriptors so that they do not blur the count (and after
+// waiting for kernel waiters of earlier tests, which park theirs).
 func openFDCount(t *testing.T) int {
 	t.Helper()
+	waitNoBlocked(t)
 	closeParked()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
@@ -125,9 +127,9 @@ func TestOpenDataUntakenClosedByUnlock(t *testing.T) {
 }
 
 // The data file is replaced between resolution and the re-check: by a FIFO
-// (the O_RDWR open must not block), by another regular file, by a hard-linked
-// file, and by a bind mount of itself. Each is refused as before, and no
-// descriptor survives.
+// (the O_RDWR open must not block), by a hard-linked file, given a second
+// link, and by a bind mount of itself. Each is refused, and no descriptor
+// survives. (A plain new file is accepted: replaced_linux_test.go.)
 func TestOpenDataSwappedUnderLock(t *testing.T) {
 	cases := []struct {
 		name string
@@ -138,11 +140,11 @@ func TestOpenDataSwappedUnderLock(t *testing.T) {
 			mustDo(t, os.Remove(data))
 			mustDo(t, unix.Mkfifo(data, 0o644))
 		}},
-		{"other file", IdentityChanged, func(t *testing.T, data string) {
-			// Renamed away, not removed: a freed inode number could
-			// be given to the new file.
-			mustDo(t, os.Rename(data, data+".old"))
-			mustDo(t, os.WriteFile(data, nil, 0o644))
+		{"hard-linked file renamed over it", HardLinkedData, func(t *testing.T, data string) {
+			// A replacement (see replaced_linux_test.go) that is an alias.
+			mustDo(t, os.WriteFile(data+".new", nil, 0o644))
+			mustDo(t, os.Link(data+".new", data+".other"))
+			mustDo(t, os.Rename(data+".new", data))
 		}},
 		{"hard link", HardLinkedData, func(t *testing.T, data string) {
 			mustDo(t, os.Link(data, data+".2"))

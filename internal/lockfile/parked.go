@@ -53,6 +53,8 @@ type parkedFD struct {
 	id    fileID
 	magic uint32 // statfs f_type the kernel gave when it was opened
 	used  bool   // parked since the last sweep
+	// waitedAt is Lock.waitedAt of the session that parked it.
+	waitedAt int64
 }
 
 var parked struct {
