@@ -30,6 +30,7 @@ var detsCodes = [...]struct {
 	{dets.ErrNotSupported, "not_supported", "The request needs a feature this build does not support."},
 	{dets.ErrAlreadyOpen, "double_open", "The table file is already open in this process, and a second handle could write to it."},
 	{dets.ErrCorrupt, "corrupt", "The table file is corrupt."},
+	{dets.ErrMapFault, "map_fault", "A page of the table file could not be read through its memory map (a full disk or an I/O error)."},
 	{dets.ErrFileTooLarge, "file_too_large", "The table file has reached its size limit of about 2 GB."},
 	{dets.ErrReadOnly, "read_only", "The table is read-only."},
 	{dets.ErrClosed, "table_closed", "The table was used after it was closed."},

@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -18,7 +19,7 @@ import (
 	"github.com/godets/godets/internal/lockfile"
 )
 
-// detsSentinels lists every exported error variable of dets/errors.go;
+// detsSentinels lists every exported error variable of package dets;
 // TestDetsSentinelListIsComplete keeps it complete.
 var detsSentinels = map[string]error{
 	"ErrNotDETS":            dets.ErrNotDETS,
@@ -34,6 +35,7 @@ var detsSentinels = map[string]error{
 	"ErrNotSupported":       dets.ErrNotSupported,
 	"ErrAlreadyOpen":        dets.ErrAlreadyOpen,
 	"ErrCorrupt":            dets.ErrCorrupt,
+	"ErrMapFault":           dets.ErrMapFault,
 	"ErrFileTooLarge":       dets.ErrFileTooLarge,
 	"ErrReadOnly":           dets.ErrReadOnly,
 	"ErrClosed":             dets.ErrClosed,
@@ -42,13 +44,38 @@ var detsSentinels = map[string]error{
 	"ErrNoSuchKey":          dets.ErrNoSuchKey,
 }
 
-// A new sentinel in dets/errors.go must be added to detsSentinels (and so
-// get a code): the list is checked against the file's declarations.
+// A new sentinel in package dets must be added to detsSentinels (and so
+// get a code): the list is checked against the declarations of every
+// non-test file of the package.
 func TestDetsSentinelListIsComplete(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "../dets/errors.go", nil, 0)
+	files, err := filepath.Glob("../dets/*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var declared []string
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		declared = append(declared, exportedErrVars(f)...)
+	}
+	var listed []string
+	for n := range detsSentinels {
+		listed = append(listed, n)
+	}
+	slices.Sort(declared)
+	slices.Sort(listed)
+	if !slices.Equal(declared, listed) {
+		t.Fatalf("package dets declares %v,\nthe test lists %v", declared, listed)
+	}
+}
+
+// exportedErrVars lists the exported Err* variables that f declares.
+func exportedErrVars(f *ast.File) []string {
 	var declared []string
 	for _, d := range f.Decls {
 		g, ok := d.(*ast.GenDecl)
@@ -63,15 +90,7 @@ func TestDetsSentinelListIsComplete(t *testing.T) {
 			}
 		}
 	}
-	var listed []string
-	for n := range detsSentinels {
-		listed = append(listed, n)
-	}
-	slices.Sort(declared)
-	slices.Sort(listed)
-	if !slices.Equal(declared, listed) {
-		t.Fatalf("dets/errors.go declares %v,\nthe test lists %v", declared, listed)
-	}
+	return declared
 }
 
 // exclusiveErrors is one error of each kind this package returns.

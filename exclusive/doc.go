@@ -165,6 +165,7 @@
 //	not_supported           dets.ErrNotSupported
 //	double_open             dets.ErrAlreadyOpen
 //	corrupt                 dets.ErrCorrupt, *dets.CorruptionError
+//	map_fault               dets.ErrMapFault, *dets.MapFaultError
 //	file_too_large          dets.ErrFileTooLarge
 //	read_only               dets.ErrReadOnly
 //	table_closed            dets.ErrClosed

@@ -14,8 +14,10 @@ type Wait struct{ d time.Duration }
 // Immediate tries once: a held lock gives ErrBusy.
 var Immediate = Wait{}
 
-// WaitUpTo retries a held lock until d has passed on the monotonic clock,
-// polling at most every 20 ms, then gives ErrTimedOut. WaitUpTo(0) is
+// WaitUpTo waits for a held lock until d has passed on the monotonic
+// clock, then gives ErrTimedOut. The first waiter for a file in a process
+// blocks in the kernel, which wakes it when the lock is released; others
+// poll at most every 20 ms. WaitUpTo(0) is
 // Immediate. A negative d makes the session fail with ErrInvalidWait before
 // touching the file system. There is no infinite wait.
 //
