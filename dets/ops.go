@@ -12,11 +12,14 @@ import (
 )
 
 // begin locks the table and checks that it can be used; write says whether
-// the operation modifies it.
+// the operation modifies it. A nil, zero or closed Table gives ErrClosed.
 func (t *Table) begin(write bool) error {
+	if t == nil {
+		return ErrClosed
+	}
 	t.mu.Lock()
 	switch {
-	case t.closed:
+	case !t.live:
 		t.mu.Unlock()
 		return ErrClosed
 	case t.err != nil:
@@ -594,15 +597,19 @@ func (t *Table) Sync() error {
 // LikeOTP), and after a power loss the file may need a repair that finds
 // them all. Call Sync before Close to make the clean state itself durable.
 // After an I/O or corruption error the file is closed without saving, so
-// it will need repair, and that error is returned. Closing a closed table
-// returns nil.
+// it will need repair, and that error is returned. Closing a closed (or
+// zero, or nil) Table returns nil; every other method of a closed Table
+// returns ErrClosed.
 func (t *Table) Close() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
+	if t == nil {
 		return nil
 	}
-	t.closed = true
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.live {
+		return nil
+	}
+	t.live = false
 	t.unregister()
 	err := t.err
 	if err == nil && t.dirty && !t.readOnly {

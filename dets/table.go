@@ -11,14 +11,15 @@ import (
 // Table is an open DETS table. It is safe for concurrent use by goroutines
 // of one process; operations are serialized by a mutex. Two Tables (or a
 // Table and an OTP node) must not have the same file open for writing at
-// once: the file format has no locking (see package exclusive).
+// once: the file format has no locking (see package exclusive). The zero
+// Table is closed: its methods return ErrClosed.
 type Table struct {
 	mu       sync.Mutex
 	path     string
 	fsys     FS
 	f        File
 	readOnly bool
-	closed   bool
+	live     bool // set once an open succeeds, cleared by Close: the zero Table is closed
 
 	durability Durability
 	err        error // sticky: set by an I/O or corruption error in a write
@@ -110,6 +111,7 @@ func open(fsys FS, path string, first File, opts Options) (*Table, error) {
 		if err != nil || needRepair == nil {
 			if t != nil {
 				t.register()
+				t.live = true
 			}
 			return t, err
 		}
@@ -417,8 +419,14 @@ func (t *Table) initLayout(minSlots, maxSlots, next uint32) error {
 	return nil
 }
 
-// Path returns the file name the table was opened with.
-func (t *Table) Path() string { return t.path }
+// Path returns the file name the table was opened with ("" for a nil
+// Table).
+func (t *Table) Path() string {
+	if t == nil {
+		return ""
+	}
+	return t.path
+}
 
 // ---- low-level I/O helpers; all run with t.mu held ----
 
