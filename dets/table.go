@@ -21,8 +21,9 @@ type Table struct {
 	readOnly bool
 	live     bool // set once an open succeeds, cleared by Close: the zero Table is closed
 
-	durability Durability
-	err        error // sticky: set by an I/O or corruption error in a write
+	durability  Durability
+	err         error // sticky error mode (see fail)
+	writeFailed bool  // a write, fsync or truncation failed: the file may hold part of a change
 
 	kind   Kind
 	keyPos int
@@ -367,8 +368,13 @@ func (t *Table) initFile(minSlots, maxSlots uint32) error {
 }
 
 // initLayout is initFile with next slots (a multiple of 256, minSlots <=
-// next <= maxSlots) in use from the start.
+// next <= maxSlots) in use from the start. It replaces the state in memory
+// first, so any failure counts as a failed write (see fail).
 func (t *Table) initLayout(minSlots, maxSlots, next uint32) error {
+	return t.wrote(t.layOut(minSlots, maxSlots, next))
+}
+
+func (t *Table) layOut(minSlots, maxSlots, next uint32) error {
 	t.unmapFile() // the old layout's reads and writes are over
 	t.changes++
 	m, n := layoutFor(next)
@@ -433,7 +439,7 @@ func (t *Table) Path() string {
 func (t *Table) writeAt(b []byte, off int64) error {
 	t.changes++
 	if err := t.storeAt(b, off); err != nil {
-		return err
+		return t.wrote(err)
 	}
 	if end := off + int64(len(b)); end > t.fileEnd {
 		t.fileEnd = end
@@ -453,10 +459,10 @@ func (t *Table) markDirty() error {
 	}
 	var z [4]byte
 	if err := t.pwrite(z[:], offClosed); err != nil {
-		return err
+		return t.wrote(err)
 	}
 	if err := t.f.Sync(); err != nil {
-		return err
+		return t.wrote(err)
 	}
 	if t.size > t.fileEnd {
 		t.extended = true
@@ -479,6 +485,15 @@ func (t *Table) writeHeader(closed bool, flp uint32) error {
 	var b [headerSize]byte
 	t.h.encode(b[:])
 	_, err := t.f.WriteAt(b[:], 0)
+	return t.wrote(err)
+}
+
+// wrote returns err, the result of a write, fsync or truncation, and
+// records a failure: the file may now hold part of a change (see fail).
+func (t *Table) wrote(err error) error {
+	if err != nil {
+		t.writeFailed = true
+	}
 	return err
 }
 
@@ -502,14 +517,14 @@ func (t *Table) save(durable bool) error {
 	}
 	buf = be.AppendUint32(buf, uint32(flp+int64(len(buf))+trailerSize-flBase))
 	if err := t.pwrite(buf, flp); err != nil {
-		return err
+		return t.wrote(err)
 	}
 	if err := t.trimExtension(flp + int64(len(buf))); err != nil {
-		return err
+		return t.wrote(err)
 	}
 	if t.durability == Ordered {
 		if err := t.f.Sync(); err != nil {
-			return err
+			return t.wrote(err)
 		}
 	}
 	if err := t.writeHeader(true, uint32(flp)); err != nil {
@@ -517,7 +532,7 @@ func (t *Table) save(durable bool) error {
 	}
 	if durable {
 		if err := t.f.Sync(); err != nil {
-			return err
+			return t.wrote(err)
 		}
 	}
 	t.dirty = false
