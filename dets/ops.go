@@ -636,7 +636,6 @@ func (t *Table) Close() error {
 		return nil
 	}
 	t.live = false
-	t.unregister()
 	err := t.err
 	if err == nil && t.dirty && !t.readOnly {
 		err = t.save(false)
@@ -645,6 +644,8 @@ func (t *Table) Close() error {
 	if cerr := t.f.Close(); err == nil && !t.readOnly {
 		err = cerr
 	}
+	// Only now may another handle of this process write the file.
+	t.reg.release()
 	t.segCache, t.rbuf, t.wbuf, t.kbuf = nil, nil, nil, nil
 	return err
 }
