@@ -109,6 +109,7 @@ func (t *Table) moveTopTable(end int64) (moved bool, err error) {
 	}
 	var b [segmentSize]byte
 	if err := t.readAt(b[:], a); err != nil {
+		t.bud.freeBlock(ptr, segmentSize) // nothing written: the free lists stay exact
 		return false, t.ioErr("segment", a, err)
 	}
 	if err := t.writeAt(b[:], ptr); err != nil {
@@ -217,6 +218,7 @@ func (t *Table) moveBucket(top topBucket, ptr int64) error {
 	}
 	b := t.wbuf[:size]
 	if err := t.readAt(b, int64(top.e.ptr)); err != nil {
+		t.bud.freeBlock(ptr, size) // nothing written: the free lists stay exact
 		return t.ioErr("bucket", int64(top.e.ptr), err)
 	}
 	if err := t.writeAt(b, ptr); err != nil {

@@ -5,9 +5,10 @@ import (
 	"fmt"
 )
 
-// Errors returned by Open. Each row of the open decision table in
-// otp-dets-format.md §6.3 maps to one of them; test with errors.Is. A file
-// refused with any of these errors is left byte-for-byte unchanged.
+// Errors returned by Open. Open decides from the file's header and the
+// options whether a file opens, is repaired first or is refused; each
+// refusal has one of these errors (test with errors.Is), and a file refused
+// with any of them is left byte-for-byte unchanged.
 var (
 	// ErrNotDETS: the file is not a DETS file (short, wrong cookie, wrong MD5,
 	// a closed flag other than 0 or 1, or a version above 9). OTP:
@@ -24,7 +25,7 @@ var (
 	ErrBadHashMethod = errors.New("dets: unknown hash method")
 	// ErrUnsupportedHash: the file hashes keys with the legacy phash (method
 	// 0, OTP R8). OTP still opens such files; this package refuses them. A
-	// ForceRepair open rewrites the file with phash2 (once repair exists).
+	// ForceRepair open rewrites the file with phash2.
 	ErrUnsupportedHash = errors.New("dets: legacy phash (hash method 0) files are not supported")
 	// ErrNeedsRepair: the file was not closed properly (or its free lists are
 	// damaged) and Options.Repair is NoRepair. OTP: needs_repair.
@@ -41,13 +42,14 @@ var (
 	// ErrInvalidOptions: the options contradict each other (min slots above
 	// max slots, a negative key position, an unknown kind). OTP: badarg.
 	ErrInvalidOptions = errors.New("dets: invalid options")
-	// ErrNotSupported: the request needs a feature this build lacks (repair,
-	// the native format, update_counter on a bag).
+	// ErrNotSupported: the request needs a feature this package lacks (the
+	// native format of old OTP releases, for example).
 	ErrNotSupported = errors.New("dets: not supported")
-	// ErrAlreadyOpen: the file is already open in this process and the new
-	// open could write to it (or the open one can). Two handles writing one
-	// file would each trust a free list and a slot table that the other
-	// changes.
+	// ErrAlreadyOpen: the file (by any path to it) is already open in this
+	// process and the new open could write to it, or the open one can; a
+	// repair of a file open in this process is refused with it too. Two
+	// handles writing one file would each trust a free list and a slot
+	// table that the other changes. Two read-only handles may coexist.
 	ErrAlreadyOpen = errors.New("dets: file is already open in this process")
 )
 

@@ -53,7 +53,8 @@ func (t *Table) grow() error {
 }
 
 // errInconsistent marks an error after which the in-memory state may not
-// match the file; it makes even ErrFileTooLarge sticky.
+// match the file; it puts the table in error mode whatever it wraps (see
+// fail), a read error or ErrFileTooLarge too.
 var errInconsistent = errors.New("dets: table state left inconsistent")
 
 // growAt splits the 256 slots of segment N/256 into themselves and the new

@@ -170,22 +170,29 @@ func TestReadingNeverWrites(t *testing.T) {
 }
 
 // TestDirtyLifecycle: the first change clears the closed flag on disk and
-// drops the free lists; Sync makes the file closed again.
+// drops the free lists; Sync makes the file closed again. A second handle
+// of this process is refused (ErrAlreadyOpen), so the file is looked at
+// through copies, as another process would see it.
 func TestDirtyLifecycle(t *testing.T) {
 	path := tmpFile(t, "l.dets")
 	must(t, os.WriteFile(path, closedFile(t), 0o644))
 	tab := openT(t, path, Options{})
+	snapshot := func() string {
+		cp := filepath.Join(t.TempDir(), "copy.dets")
+		must(t, os.WriteFile(cp, readFileT(t, path), 0o644))
+		return cp
+	}
 	must(t, tab.Insert(tup(etf.Atom("v"), etf.Int(100))))
-	if _, err := Open(path, Options{ReadOnly: true}); !errors.Is(err, ErrNeedsRepair) {
+	if _, err := Open(snapshot(), Options{ReadOnly: true}); !errors.Is(err, ErrNeedsRepair) {
 		t.Fatalf("open of a table being written: %v", err)
 	}
 	must(t, tab.Sync())
-	other, err := Open(path, Options{ReadOnly: true})
+	other, err := Open(snapshot(), Options{ReadOnly: true})
 	must(t, err)
 	wantLookup(t, other, etf.Int(100), tup(etf.Atom("v"), etf.Int(100)))
 	must(t, other.Close())
 	must(t, tab.Delete(etf.Int(100)))
-	if _, err := Open(path, Options{ReadOnly: true}); !errors.Is(err, ErrNeedsRepair) {
+	if _, err := Open(snapshot(), Options{ReadOnly: true}); !errors.Is(err, ErrNeedsRepair) {
 		t.Fatalf("open after a delete: %v", err)
 	}
 	info, _ := tab.Info()

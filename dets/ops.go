@@ -12,11 +12,14 @@ import (
 )
 
 // begin locks the table and checks that it can be used; write says whether
-// the operation modifies it.
+// the operation modifies it. A nil, zero or closed Table gives ErrClosed.
 func (t *Table) begin(write bool) error {
+	if t == nil {
+		return ErrClosed
+	}
 	t.mu.Lock()
 	switch {
-	case t.closed:
+	case !t.live:
 		t.mu.Unlock()
 		return ErrClosed
 	case t.err != nil:
@@ -30,10 +33,16 @@ func (t *Table) begin(write bool) error {
 	return nil
 }
 
-// fail records an I/O or corruption error: the table stays in error mode
-// (every later call returns it, Close does not save), as OTP does.
+// fail puts the table in error mode after a failure that may leave the
+// file holding part of a change, or the state in memory not matching it:
+// a failed write, fsync or truncation (t.writeFailed), or errInconsistent.
+// Every later call then returns err, and Close does not save. Any other
+// error (a corrupt or unreadable bucket, a bad argument, a full file) is
+// only returned: it stops an operation between two complete steps (a
+// bucket is written whole, and counted, before the next one is read), so
+// file and memory agree, the table stays usable and Close saves it.
 func (t *Table) fail(err error) error {
-	if err != nil && t.err == nil && (!errors.Is(err, ErrFileTooLarge) || errors.Is(err, errInconsistent)) {
+	if err != nil && t.err == nil && (t.writeFailed || errors.Is(err, errInconsistent)) {
 		t.err = err
 	}
 	return err
@@ -291,7 +300,7 @@ func (t *Table) Lookup(key etf.Term) ([]etf.Term, error) {
 	}
 	defer t.mu.Unlock()
 	objs, _, err := t.lookup(key, keyHash(key), true)
-	return objs, t.fail(err)
+	return objs, err
 }
 
 // Member reports whether key has objects.
@@ -301,7 +310,7 @@ func (t *Table) Member(key etf.Term) (bool, error) {
 	}
 	defer t.mu.Unlock()
 	_, found, err := t.lookup(key, keyHash(key), false)
-	return found, t.fail(err)
+	return found, err
 }
 
 // modifySlot reads key's bucket, lets fn edit the group of key (i is its
@@ -479,7 +488,7 @@ func (t *Table) slotObjects(slot uint32) ([]group, bool, error) {
 		return nil, false, nil
 	}
 	gs, _, err := t.readGroups(slot)
-	return gs, true, t.fail(err)
+	return gs, true, err
 }
 
 // Keys iterates over the keys in First/Next order.
@@ -576,7 +585,8 @@ func (t *Table) Info() (Info, error) {
 
 // Sync makes the file a properly closed file on stable storage (free lists,
 // trailer and closed header written, fsynced). The next change marks it not
-// closed again. It is a no-op when nothing changed since the last save.
+// closed again. It is a no-op when nothing changed since the last save, and
+// on a read-only table.
 func (t *Table) Sync() error {
 	if err := t.begin(false); err != nil {
 		return err
@@ -593,25 +603,49 @@ func (t *Table) Sync() error {
 // disk before the header says "closed properly" (unless Durability is
 // LikeOTP), and after a power loss the file may need a repair that finds
 // them all. Call Sync before Close to make the clean state itself durable.
-// After an I/O or corruption error the file is closed without saving, so
-// it will need repair, and that error is returned. Closing a closed table
-// returns nil.
+// Closing a closed (or zero, or nil) Table returns nil; every other method
+// of a closed Table returns ErrClosed.
+//
+// Close fails only when the file may hold unwritten state. Failures are
+// classified where they happen (see fail):
+//
+//   - A failed write, fsync or truncation, in any writing method (Insert,
+//     InsertNew, Delete, DeleteObject, DeleteAllObjects, UpdateCounter,
+//     InitTable, Sync) or in Close's own save, and an error that leaves
+//     the state in memory unlike the file (errInconsistent: a failed slot
+//     split). The table stays in error mode: Close writes nothing, so the
+//     file keeps its "not closed" flag and needs a repair, and returns
+//     that error.
+//   - Everything else is only returned by the call that met it: corrupt or
+//     unreadable bytes found by a read (Lookup, Member, First, Next, Keys,
+//     All, Check) or by a writing method (a damaged bucket it was about to
+//     rewrite; what it wrote before is complete), a vanished page of the
+//     map (the read falls back to pread), bad arguments, a full file.
+//     File and memory still agree, so Close saves a changed read-write
+//     table normally.
+//
+// A read-only table has nothing to save: its Close only releases the file
+// and the map, and returns nil.
 func (t *Table) Close() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
+	if t == nil {
 		return nil
 	}
-	t.closed = true
-	t.unregister()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.live {
+		return nil
+	}
+	t.live = false
 	err := t.err
 	if err == nil && t.dirty && !t.readOnly {
 		err = t.save(false)
 	}
 	t.unmapFile()
-	if cerr := t.f.Close(); err == nil {
+	if cerr := t.f.Close(); err == nil && !t.readOnly {
 		err = cerr
 	}
+	// Only now may another handle of this process write the file.
+	t.reg.release()
 	t.segCache, t.rbuf, t.wbuf, t.kbuf = nil, nil, nil, nil
 	return err
 }

@@ -1,34 +1,123 @@
 package dets
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"sync"
+	"sync/atomic"
 )
 
-// openTables counts the open Tables of this process by file identity, so
-// that package exclusive can refuse a file already open outside a session.
-// Identity (device and inode) makes aliases of one file match without
-// resolving paths, which keeps the session cycle cheap.
+// openTables counts the open Tables of this process by file identity
+// (device and inode), so that a second handle that could write beside
+// another is refused (ErrAlreadyOpen), and so that package exclusive can
+// refuse a file already open outside a session. Identity makes aliases of
+// one file (a symlink, a hard link, another spelling of the path) match
+// without resolving paths, which keeps the session cycle cheap. Files
+// without an identity (test file systems) are not tracked.
 var openTables struct {
 	sync.Mutex
-	n map[fileID]int
+	m map[fileID]openCount
 }
 
-// register records t as open when its file is an OS file.
-func (t *Table) register() {
-	id, ok := fileIdentity(t.f, t.statInfo)
-	t.statInfo = nil
-	if !ok {
-		return
-	}
+// writerReleases counts the writers' holds released (under openTables'
+// lock). An opener stats its file before it can register it (the identity
+// comes from that fstat); if a writer released a hold in between, the size
+// it read may be from before that writer's last writes, and it stats again.
+var writerReleases atomic.Uint64
+
+// openCount is how many Tables (or repairs) of this process hold a file.
+type openCount struct{ readers, writers int }
+
+// claim is one hold on a file's entry in openTables.
+type claim struct {
+	id    fileID
+	write bool
+	held  bool
+}
+
+// take records a hold on id, unless it would let a writer share the file
+// with any other holder: two read-only handles may coexist, nothing else
+// may. It reports whether the hold was taken.
+func (c *claim) take(id fileID, write bool) bool {
 	openTables.Lock()
 	defer openTables.Unlock()
-	if openTables.n == nil {
-		openTables.n = make(map[fileID]int)
+	n := openTables.m[id]
+	if n.writers > 0 || (write && n.readers > 0) {
+		return false
 	}
-	openTables.n[id]++
-	t.regID, t.registered = id, true
+	if write {
+		n.writers++
+	} else {
+		n.readers++
+	}
+	if openTables.m == nil {
+		openTables.m = make(map[fileID]openCount)
+	}
+	openTables.m[id] = n
+	*c = claim{id: id, write: write, held: true}
+	return true
+}
+
+// release drops the hold, if any; it is safe to call twice.
+func (c *claim) release() {
+	if !c.held {
+		return
+	}
+	c.held = false
+	openTables.Lock()
+	defer openTables.Unlock()
+	n := openTables.m[c.id]
+	if c.write {
+		n.writers--
+		writerReleases.Add(1)
+	} else {
+		n.readers--
+	}
+	if n.readers <= 0 && n.writers <= 0 {
+		delete(openTables.m, c.id)
+		return
+	}
+	openTables.m[c.id] = n
+}
+
+// register takes t's hold on its file (see take), from the identity of
+// t.f or of fi (what the opener stat'ed); a refusal is ErrAlreadyOpen.
+func (t *Table) register(fi fs.FileInfo) error {
+	id, ok := fileIdentity(t.f, fi)
+	if !ok || t.reg.take(id, !t.readOnly) {
+		return nil
+	}
+	return alreadyOpen(t.path, !t.readOnly)
+}
+
+func alreadyOpen(path string, write bool) error {
+	if write {
+		return fmt.Errorf("%w: %s (a second handle that could write is refused)", ErrAlreadyOpen, path)
+	}
+	return fmt.Errorf("%w: %s (open for writing)", ErrAlreadyOpen, path)
+}
+
+// claimPath holds the file at path as a writer while a repair replaces
+// it: an open Table of this process refuses the repair, and an open
+// during it is refused. A file that cannot be stat'ed is not held (the
+// repair reports why it cannot read it).
+func claimPath(fsys FS, path string) (claim, error) {
+	var c claim
+	var fi fs.FileInfo
+	var err error
+	if fsys == nil {
+		fi, err = os.Stat(path)
+	} else {
+		fi, err = fsys.Stat(path)
+	}
+	if err != nil {
+		return c, nil
+	}
+	if id, ok := idOf(fi); ok && !c.take(id, true) {
+		return c, alreadyOpen(path, true)
+	}
+	return c, nil
 }
 
 // fileIdentity is f's device and inode: from f itself when it knows them,
@@ -50,22 +139,8 @@ func fileIdentity(f File, fi fs.FileInfo) (fileID, bool) {
 	return idOf(fi)
 }
 
-func (t *Table) unregister() {
-	if !t.registered {
-		return
-	}
-	t.registered = false
-	openTables.Lock()
-	defer openTables.Unlock()
-	if openTables.n[t.regID] <= 1 {
-		delete(openTables.n, t.regID)
-		return
-	}
-	openTables.n[t.regID]--
-}
-
 // IsOpen reports whether a Table for the file at path (any alias of it) is
-// open in this process.
+// open in this process, or a Repair of it is running.
 func IsOpen(path string) bool {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -87,7 +162,8 @@ func IsOpenID(dev, ino uint64) bool {
 func isOpen(id fileID) bool {
 	openTables.Lock()
 	defer openTables.Unlock()
-	return openTables.n[id] > 0
+	_, ok := openTables.m[id]
+	return ok
 }
 
 type statter interface{ Stat() (fs.FileInfo, error) }
@@ -95,16 +171,16 @@ type statter interface{ Stat() (fs.FileInfo, error) }
 // identified is a File that knows its device and inode (fdFile).
 type identified interface{ identity() (fileID, bool) }
 
-// fileSize returns the file's size; for an OS file it keeps the FileInfo so
-// that register needs no second fstat on the open path.
-func (t *Table) fileSize() (int64, error) {
+// fileSize returns the file's size; for an OS file it also returns the
+// FileInfo, so that register needs no second fstat on the open path.
+func (t *Table) fileSize() (int64, fs.FileInfo, error) {
 	if st, ok := t.f.(statter); ok {
 		fi, err := st.Stat()
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
-		t.statInfo = fi
-		return fi.Size(), nil
+		return fi.Size(), fi, nil
 	}
-	return t.f.Size()
+	size, err := t.f.Size()
+	return size, nil, err
 }

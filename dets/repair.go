@@ -914,10 +914,16 @@ func paramsFor(path string, opts Options, progress func(RepairProgress)) repairP
 // table was; a file in which that finds no object at all is refused with
 // ErrNotDETS rather than turned into an empty table. progress, if not nil,
 // is called as the scan and the rebuild advance. The caller must hold the
-// file exclusively (package exclusive).
+// file exclusively (package exclusive); a file open in this process is
+// refused with ErrAlreadyOpen.
 func Repair(path string, opts Options, progress func(RepairProgress)) (RepairStats, error) {
 	if err := opts.validate(); err != nil {
 		return RepairStats{}, err
 	}
+	c, err := claimPath(opts.FS, path)
+	if err != nil {
+		return RepairStats{}, err
+	}
+	defer c.release()
 	return repairTable(paramsFor(path, opts, progress))
 }

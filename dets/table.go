@@ -9,19 +9,22 @@ import (
 )
 
 // Table is an open DETS table. It is safe for concurrent use by goroutines
-// of one process; operations are serialized by a mutex. Two Tables (or a
-// Table and an OTP node) must not have the same file open for writing at
-// once: the file format has no locking (see package exclusive).
+// of one process; operations are serialized by a mutex. Open refuses a
+// second Table of this process on a file when either could write to it
+// (ErrAlreadyOpen); across processes (or with an OTP node) nothing in the
+// file format keeps two writers apart: see package exclusive. The zero
+// Table is closed: its methods return ErrClosed.
 type Table struct {
 	mu       sync.Mutex
 	path     string
 	fsys     FS
 	f        File
 	readOnly bool
-	closed   bool
+	live     bool // set once an open succeeds, cleared by Close: the zero Table is closed
 
-	durability Durability
-	err        error // sticky: set by an I/O or corruption error in a write
+	durability  Durability
+	err         error // sticky error mode (see fail)
+	writeFailed bool  // a write, fsync or truncation failed: the file may hold part of a change
 
 	kind   Kind
 	keyPos int
@@ -41,9 +44,7 @@ type Table struct {
 
 	head, tail []byte // file head and free-list area, only during load
 
-	statInfo   fs.FileInfo // from the open's one fstat, reused by register
-	regID      fileID      // identity in openTables while registered
-	registered bool
+	reg claim // the hold on the file in openTables (registry.go)
 
 	// The memory map (mmap.go).
 	mm         []byte       // shared map of the file, or nil
@@ -65,9 +66,16 @@ type Table struct {
 type slotEntry struct{ size, ptr uint32 }
 
 // Open opens the DETS table in path, creating it unless opts.ReadOnly is
-// set. See otp-dets-format.md §6.3 for the decision table; each refusal is a
-// typed error (ErrNotDETS, ErrNeedsRepair, ...) and leaves the file
+// set. The file's header decides, with opts, whether it opens as it is,
+// is repaired first (a file not closed properly, with AutoRepair; any file,
+// with ForceRepair) or is refused; each refusal is a typed error
+// (ErrNotDETS, ErrNeedsRepair, ErrKindMismatch, ...) and leaves the file
 // byte-for-byte unchanged.
+//
+// A file already open in this process (by any path to it) is refused with
+// ErrAlreadyOpen when either handle could write to it: two writers would
+// each trust a free list and a slot table that the other changes. Two
+// read-only handles may share a file.
 func Open(path string, opts Options) (*Table, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -106,28 +114,44 @@ func open(fsys FS, path string, first File, opts Options) (*Table, error) {
 		first = nil
 		if errors.Is(err, fs.ErrNotExist) && !opts.ReadOnly {
 			t, err = create(fsys, path, &opts)
+			if errors.Is(err, fs.ErrExist) {
+				// Another opener created it meanwhile: open that one
+				// (or be refused as its second handle).
+				t, needRepair, err = openExisting(fsys, path, nil, &opts)
+			}
 		}
 		if err != nil || needRepair == nil {
 			if t != nil {
-				t.register()
+				t.live = true
 			}
 			return t, err
 		}
+		// The hold on the file lasts through the repair, so that no
+		// other open of this process uses the file it replaces.
 		if attempt > 0 {
+			needRepair.reg.release()
 			return nil, fmt.Errorf("%w: %s still needs repair after repairing", ErrCorrupt, path)
 		}
-		if err := repairFile(path, opts, needRepair.hdr); err != nil {
+		err = repairFile(path, opts, needRepair.hdr)
+		needRepair.reg.release()
+		if err != nil {
 			return nil, err
 		}
 		opts.Repair = NoRepair
 	}
 }
 
-// repairRequest asks Open to run repairFile before opening again.
-type repairRequest struct{ hdr *header }
+// repairRequest asks Open to run repairFile before opening again; reg is
+// the hold on the file to release after it.
+type repairRequest struct {
+	hdr *header
+	reg claim
+}
 
 // openExisting opens an existing file and loads it, or reports that it must
-// be repaired first. It never writes to the file.
+// be repaired first. It never writes to the file. The file is registered
+// before its bytes are read, so that of two concurrent opens that cannot
+// share it one is refused before it relies on what it read.
 func openExisting(fsys FS, path string, f File, opts *Options) (*Table, *repairRequest, error) {
 	if f == nil {
 		flag := os.O_RDWR
@@ -140,9 +164,25 @@ func openExisting(fsys FS, path string, f File, opts *Options) (*Table, *repairR
 		}
 	}
 	t := &Table{path: path, fsys: fsys, f: f, readOnly: opts.ReadOnly, durability: opts.Durability}
-	rr, err := t.load(opts)
+	released := writerReleases.Load()
+	size, fi, err := t.fileSize()
+	if err == nil {
+		err = t.register(fi)
+	}
+	if err == nil && writerReleases.Load() != released {
+		size, _, err = t.fileSize() // see writerReleases
+	}
+	var rr *repairRequest
+	if err == nil {
+		rr, err = t.load(opts, size)
+	}
 	if err != nil || rr != nil {
 		f.Close()
+		if rr != nil {
+			rr.reg = t.reg
+		} else {
+			t.reg.release()
+		}
 		return nil, rr, err
 	}
 	return t, nil, nil
@@ -153,12 +193,9 @@ func openExisting(fsys FS, path string, f File, opts *Options) (*Table, *repairR
 var readBufs = sync.Pool{New: func() any { return new([headReadSize]byte) }}
 
 // load reads and validates the header, the segment array and the free lists
-// of a closed file, applying the §6.3 decision table.
-func (t *Table) load(opts *Options) (*repairRequest, error) {
-	size, err := t.fileSize()
-	if err != nil {
-		return nil, err
-	}
+// of a closed file of size bytes, and decides with opts whether it opens,
+// needs a repair first, or is refused (see Open).
+func (t *Table) load(opts *Options, size int64) (*repairRequest, error) {
 	t.size = size
 	if size < offVersion+4 {
 		return nil, openError(ErrNotDETS, t.path)
@@ -349,9 +386,14 @@ func create(fsys FS, path string, opts *Options) (*Table, error) {
 		keyPos = 1
 	}
 	t := &Table{path: path, fsys: fsys, f: f, kind: kind, keyPos: keyPos, durability: opts.Durability}
-	if err := t.initFile(lo, hi); err != nil {
+	err = t.register(nil)
+	if err == nil {
+		err = t.initFile(lo, hi)
+	}
+	if err != nil {
 		f.Close()
 		fsys.Remove(path)
+		t.reg.release()
 		return nil, err
 	}
 	return t, nil
@@ -365,8 +407,13 @@ func (t *Table) initFile(minSlots, maxSlots uint32) error {
 }
 
 // initLayout is initFile with next slots (a multiple of 256, minSlots <=
-// next <= maxSlots) in use from the start.
+// next <= maxSlots) in use from the start. It replaces the state in memory
+// first, so any failure counts as a failed write (see fail).
 func (t *Table) initLayout(minSlots, maxSlots, next uint32) error {
+	return t.wrote(t.layOut(minSlots, maxSlots, next))
+}
+
+func (t *Table) layOut(minSlots, maxSlots, next uint32) error {
 	t.unmapFile() // the old layout's reads and writes are over
 	t.changes++
 	m, n := layoutFor(next)
@@ -417,15 +464,21 @@ func (t *Table) initLayout(minSlots, maxSlots, next uint32) error {
 	return nil
 }
 
-// Path returns the file name the table was opened with.
-func (t *Table) Path() string { return t.path }
+// Path returns the file name the table was opened with ("" for a nil
+// Table).
+func (t *Table) Path() string {
+	if t == nil {
+		return ""
+	}
+	return t.path
+}
 
 // ---- low-level I/O helpers; all run with t.mu held ----
 
 func (t *Table) writeAt(b []byte, off int64) error {
 	t.changes++
 	if err := t.storeAt(b, off); err != nil {
-		return err
+		return t.wrote(err)
 	}
 	if end := off + int64(len(b)); end > t.fileEnd {
 		t.fileEnd = end
@@ -445,10 +498,10 @@ func (t *Table) markDirty() error {
 	}
 	var z [4]byte
 	if err := t.pwrite(z[:], offClosed); err != nil {
-		return err
+		return t.wrote(err)
 	}
 	if err := t.f.Sync(); err != nil {
-		return err
+		return t.wrote(err)
 	}
 	if t.size > t.fileEnd {
 		t.extended = true
@@ -471,6 +524,15 @@ func (t *Table) writeHeader(closed bool, flp uint32) error {
 	var b [headerSize]byte
 	t.h.encode(b[:])
 	_, err := t.f.WriteAt(b[:], 0)
+	return t.wrote(err)
+}
+
+// wrote returns err, the result of a write, fsync or truncation, and
+// records a failure: the file may now hold part of a change (see fail).
+func (t *Table) wrote(err error) error {
+	if err != nil {
+		t.writeFailed = true
+	}
 	return err
 }
 
@@ -494,14 +556,14 @@ func (t *Table) save(durable bool) error {
 	}
 	buf = be.AppendUint32(buf, uint32(flp+int64(len(buf))+trailerSize-flBase))
 	if err := t.pwrite(buf, flp); err != nil {
-		return err
+		return t.wrote(err)
 	}
 	if err := t.trimExtension(flp + int64(len(buf))); err != nil {
-		return err
+		return t.wrote(err)
 	}
 	if t.durability == Ordered {
 		if err := t.f.Sync(); err != nil {
-			return err
+			return t.wrote(err)
 		}
 	}
 	if err := t.writeHeader(true, uint32(flp)); err != nil {
@@ -509,7 +571,7 @@ func (t *Table) save(durable bool) error {
 	}
 	if durable {
 		if err := t.f.Sync(); err != nil {
-			return err
+			return t.wrote(err)
 		}
 	}
 	t.dirty = false
