@@ -8,7 +8,7 @@ import (
 	"github.com/godets/godets/etf"
 )
 
-// A bucket ("object collection", §4) holds every object of one slot.
+// A bucket ("object collection", docs/format-otp9.md §7) holds every object of one slot.
 //
 //	set:              <<Size:32, ACTIVE:32, (<<ObjSz:32, ETF>>)*>>
 //	bag, dup bag:     <<Size:32, ACTIVE:32, (<<KeySz:32, (<<ObjSz:32, ETF>>)+>>)*>>

@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// buddy is the in-memory buddy allocator of §5. Class p (1..32) holds free
+// buddy is the in-memory buddy allocator of docs/format-otp9.md §8. Class p (1..32) holds free
 // blocks of 2^(p-1) bytes; each class is a strictly ascending slice of block
 // addresses, so "lowest address" is the first element.
 //
@@ -130,7 +130,7 @@ func (b *buddy) clone() *buddy {
 	return n
 }
 
-// appendFreeLists serializes the free lists as §5.3 records followed by the
+// appendFreeLists serializes the free lists as §8.4 records followed by the
 // terminator (not the trailer).
 func (b *buddy) appendFreeLists(dst []byte) []byte {
 	for c := 1; c <= maxBuddyClass; c++ {

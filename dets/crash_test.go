@@ -15,7 +15,7 @@ import (
 	mdl "github.com/godets/godets/internal/model"
 )
 
-// Simulated power loss and process kill (reliability.md §9.2 C3): a workload
+// Simulated power loss and process kill (docs/reliability.md §3): a workload
 // runs once on a recording crashfs; then, for every fsync boundary and for
 // random points between, the file system a crash at that point leaves is
 // rebuilt in each crashfs mode and reopened.
@@ -53,7 +53,7 @@ import (
 //	   otp9 writes buckets without a barrier between "write the new copy"
 //	   and "mark the old FREE", and rewrites in place, so a synced object
 //	   whose bucket was rewritten after the sync can be lost, and a deleted
-//	   one can come back (reliability.md §9.3 items 3, 5, 6 need the native
+//	   one can come back (docs/reliability.md §7: those guarantees need the native
 //	   format). The losses are counted and logged.
 
 // ckFS adapts crashfs.FS to FS.

@@ -19,7 +19,7 @@ import (
 	"github.com/godets/godets/internal/crashfs"
 )
 
-// The damage matrix C5-C10 of reliability.md §9.2, on small fixtures of each
+// The damage rows of docs/reliability.md §3, on small fixtures of each
 // kind. Invariants checked for every case (rpDamageCase):
 //   - no panic (a panic fails the case with its stack) and no hang (the
 //     package test timeout);
@@ -575,7 +575,7 @@ func (f rpFaultFile) Truncate(n int64) error {
 	return f.File.Truncate(n)
 }
 
-// TestRepairCrashSafety (reliability.md §9.3 item 9): stop a repair at each
+// TestRepairCrashSafety (docs/reliability.md §1, promise 8): stop a repair at each
 // of its mutating steps in turn; the file is then either the old one or the
 // complete new one, and a second repair completes it and leaves no
 // temporary file. The external sort is forced so that its file is covered.

@@ -3,7 +3,7 @@
 //
 // It reads and writes Erlang/OTP dets format 9 ("otp9"): a file written here
 // opens in real OTP with {repair,false}, and files OTP writes open here. The
-// byte-level specification is otp-dets-format.md; section numbers (§) in the
+// byte-level specification is docs/format-otp9.md; section numbers (§) in the
 // code refer to it. Constants live in format.go.
 //
 // # File layout (all integers unsigned 32-bit big-endian)

@@ -14,7 +14,7 @@ import (
 	mdl "github.com/godets/godets/internal/model"
 )
 
-// I/O errors (reliability.md §9.2 C11): a workload (create, inserts that
+// I/O errors (docs/reliability.md §3): a workload (create, inserts that
 // grow the table across segments, deletes, syncs, close+reopen) runs with
 // an injected EIO or ENOSPC at the n-th write, sync or truncate, for every
 // n up to the workload's count (sampled above 80 writes), once-only and

@@ -168,7 +168,7 @@ func md5OK(b []byte) bool {
 	return bytes.Equal(stored, sum[:])
 }
 
-// headerState is the verdict of the §2.2 header checks, in OTP's order.
+// headerState is the verdict of the header checks (docs/format-otp9.md §4.4), in OTP's order.
 type headerState int
 
 const (
@@ -176,7 +176,7 @@ const (
 	hdrNotClosed                    // needs repair
 )
 
-// checkHeader applies dets_v9:check_file_header's tests in order (§2.2
+// checkHeader applies dets_v9:check_file_header's tests in order (§4.4
 // steps 1-7) to a header read from a file of size fileSize whose last four
 // bytes hold trailer. It returns a sentinel error for refused files.
 func checkHeader(b []byte, fileSize int64, trailer uint32) (header, headerState, error) {
@@ -203,7 +203,7 @@ func checkHeader(b []byte, fileSize int64, trailer uint32) (header, headerState,
 	}
 }
 
-// validate checks the linear-hashing invariants (§3.3) and sane bounds on a
+// validate checks the linear-hashing invariants (§6.2) and sane bounds on a
 // header whose checkHeader verdict was hdrOK. fileSize is the file length.
 func (h *header) validate(fileSize int64) string {
 	isPow2 := func(v uint32) bool { return v != 0 && v&(v-1) == 0 }
@@ -231,7 +231,7 @@ func (h *header) validate(fileSize int64) string {
 }
 
 // maxBucketSize is the largest bucket OTP will read: 2^(class) of the
-// largest non-empty size-class counter (§4.5).
+// largest non-empty size-class counter (§7.5).
 func (h *header) maxBucketSize() int64 {
 	for i := numCounters - 1; i >= 0; i-- {
 		if h.counters[i] != 0 {
@@ -262,7 +262,7 @@ func counterIndex(size int64) int {
 // buddyClass maps an allocation size to its buddy class (block 2^(class-1)).
 func buddyClass(size int64) int { return 1 + log2ceil(size) }
 
-// slotOf maps a phash2 value to a slot (§3.2).
+// slotOf maps a phash2 value to a slot (§6.1).
 func slotOf(h uint32, m, n uint32) uint32 {
 	s := h & (m - 1)
 	if s < n {

@@ -11,7 +11,7 @@ import (
 
 // TestFreshFileGolden pins a new empty set table, closed at once, against
 // the dump of the file OTP 25 writes for dets:open_file(e,[{file,F}]) and
-// close (otp-dets-format.md §1).
+// close (docs/format-otp9.md §3).
 func TestFreshFileGolden(t *testing.T) {
 	path := tmpFile(t, "e.dets")
 	tab, err := Open(path, Options{})
@@ -116,7 +116,7 @@ func TestLayoutFor(t *testing.T) {
 			t.Fatalf("layoutFor(%d) = %d, %d", next, m, n)
 		}
 	}
-	// §3.2 vectors: phash2(<<"key">>)=6681389 -> 45, a -> 97, 42 -> 152.
+	// docs/format-otp9.md §6.1 vectors: phash2(<<"key">>)=6681389 -> 45, a -> 97, 42 -> 152.
 	for _, c := range [][2]uint32{{6681389, 45}, {97, 97}, {30328728, 152}} {
 		if s := slotOf(c[0], 256, 0); s != c[1] {
 			t.Errorf("slot of %d = %d, want %d", c[0], s, c[1])

@@ -8,7 +8,7 @@ import (
 	"github.com/godets/godets/etf"
 )
 
-// Linear hashing (§3): the table grows one 256-slot segment at a time.
+// Linear hashing (docs/format-otp9.md §6): the table grows one 256-slot segment at a time.
 
 // maybeGrow adds segments while there are more keys than slots (OTP's goal
 // slots >= keys, reached eagerly here) and the maximum allows.

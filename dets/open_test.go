@@ -51,7 +51,7 @@ func patch(b []byte, off int, v uint32, fixMD5 bool) []byte {
 	return b
 }
 
-// TestOpenDecisionTable covers every row of §6.3 and checks that a refused
+// TestOpenDecisionTable covers every row of docs/format-otp9.md §10 and checks that a refused
 // file is left byte-identical.
 func TestOpenDecisionTable(t *testing.T) {
 	good := closedFile(t)

@@ -17,7 +17,7 @@ import (
 )
 
 // Repair rebuilds a table from the ACTIVE buckets that a scan of the old file
-// finds (otp-dets-format.md §7), and atomically replaces the old file.
+// finds (docs/repair.md), and atomically replaces the old file.
 //
 // Pipeline:
 //

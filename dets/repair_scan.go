@@ -11,7 +11,7 @@ import (
 	"github.com/godets/godets/etf"
 )
 
-// The repair scan (otp-dets-format.md §7.1 step 3) walks the buddy area of a
+// The repair scan (docs/repair.md §2) walks the buddy area of a
 // damaged file and finds every ACTIVE bucket whose bytes can be trusted,
 // without looking at the segment array or the free lists.
 //

@@ -329,7 +329,7 @@ func (t *Table) loadFreeLists(size int64) error {
 	return nil
 }
 
-// loadSegments reads the segment-array parts (§3.1) and checks that every
+// loadSegments reads the segment-array parts (docs/format-otp9.md §5) and checks that every
 // part and segment lies inside the data area.
 func (t *Table) loadSegments() error {
 	nsegs := int(t.h.next / slotsPerSeg)
@@ -369,7 +369,7 @@ func (t *Table) loadSegments() error {
 	return nil
 }
 
-// create makes a new empty table file (§6.1 create): the header marked not
+// create makes a new empty table file (docs/format-otp9.md §9.1): the header marked not
 // closed, the segment-array parts and zeroed segments, then the buddy area.
 func create(fsys FS, path string, opts *Options) (*Table, error) {
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
@@ -486,7 +486,7 @@ func (t *Table) writeAt(b []byte, off int64) error {
 	return nil
 }
 
-// markDirty runs before the first change after an open or a save (§6.1):
+// markDirty runs before the first change after an open or a save (docs/format-otp9.md §9.3):
 // clear the closed flag and fsync. OTP also cuts off the free lists and
 // trailer here; we leave them. Once the flag is durable nothing reads them,
 // a repair scan skips them (every record carries the FREE status word), and
@@ -537,7 +537,7 @@ func (t *Table) wrote(err error) error {
 }
 
 // save writes the free lists and trailer at the end of the data, fsyncs,
-// then writes a closed header (§6.1 perform_save). The first fsync orders
+// then writes a closed header (docs/format-otp9.md §9.6). The first fsync orders
 // the data before the closed flag, so even a power loss never leaves a
 // "closed properly" header over data that did not reach the disk; with
 // Durability LikeOTP it is skipped, as OTP does. With durable set (Sync) a
@@ -693,7 +693,7 @@ func (t *Table) readGroups(slot uint32) ([]group, slotEntry, error) {
 }
 
 // writeGroups stores gs as the new content of slot, whose old entry is old.
-// It never overwrites a live bucket (§4.4 lets OTP rewrite a bucket in
+// It never overwrites a live bucket (docs/format-otp9.md §9.4 lets OTP rewrite a bucket in
 // place when its size class stays): it writes the new bucket into a newly
 // allocated block, marks the old one FREE, then repoints the slot. A killed
 // process (or a torn write) can then never leave a half-rewritten bucket,

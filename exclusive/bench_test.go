@@ -35,7 +35,7 @@ func lookupOne(t *dets.Table) (int, error) {
 }
 
 // BenchmarkSessionLookup is one full uncontended session: lock, open a
-// 1,000-entry set, one lookup, close, release (locking.md behaviour 49).
+// 1,000-entry set, one lookup, close, release (docs/locking.md §14, behaviour 49).
 func BenchmarkSessionLookup(b *testing.B) {
 	path := newSet1000(b)
 	b.ReportAllocs()

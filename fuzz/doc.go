@@ -1,5 +1,5 @@
 // Package fuzz holds end-to-end fuzz targets over the public dets API
-// (reliability.md §9.4):
+// (docs/reliability.md §5):
 //
 //   - FuzzOpen: arbitrary file bytes opened with NoRepair and AutoRepair.
 //     Never a panic; only typed errors; a refused file stays byte-identical;

@@ -1,5 +1,5 @@
 // Package propertytest runs stateful property tests (gopter commands,
-// reliability.md §9.5) of dets tables against the reference model in
+// docs/reliability.md §5) of dets tables against the reference model in
 // internal/model: random sequences of Insert, InsertNew, Delete,
 // DeleteObject, Lookup, Sync, Close+Reopen and Crash on an in-memory
 // internal/crashfs file system, for each kind.

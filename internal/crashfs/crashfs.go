@@ -1,6 +1,6 @@
 // Package crashfs is an in-memory file system for tests that records every
 // mutating operation, injects I/O errors, and builds the file system a power
-// loss or a process kill would leave behind (reliability.md §9.1 item 2).
+// loss or a process kill would leave behind (docs/reliability.md §2).
 //
 // *File satisfies dets.File structurally; FS satisfies dets.FS through a
 // three-line OpenFile adapter in the test (method results must match

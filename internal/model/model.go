@@ -1,5 +1,5 @@
 // Package model is a reference model of DETS table semantics for tests:
-// set, bag and duplicate_bag, with OTP's rules (reliability.md §9.1 item 3).
+// set, bag and duplicate_bag, with OTP's rules (docs/reliability.md §2).
 //
 // Rules (OTP dets, checked against the engine's own tests and OTP 25):
 //   - keys compare with =:= (exact): 1 and 1.0 are different keys;
