@@ -218,14 +218,26 @@ func TestRepairTailDamageAgainstOTP(t *testing.T) {
 		files = append(files, []byte(path))
 		imgs = append(imgs, img)
 	}
+	// OTP's own repair can crash on such bytes (a case_clause in
+	// dets_v9:fsck_objs): that image then has no OTP count, and only the
+	// godets side is checked.
 	out := erl.Eval(t, `
-[term_to_binary(begin
+[term_to_binary(case catch begin
     {ok, T} = dets:open_file(make_ref(), [{file, binary_to_list(F)}, {repair, force}]),
-    L = dets:foldl(fun(O, Acc) -> [O | Acc] end, [], T),
+    Objs = dets:foldl(fun(O, Acc) -> [O | Acc] end, [], T),
     ok = dets:close(T),
-    {ok, L}
-end) || F <- In]`, files...)
+    {ok, Objs}
+end of {ok, L} -> {ok, L}; _ -> otp_repair_crashed end) || F <- In]`, files...)
+	crashed := 0
 	for i, img := range imgs {
+		if term, err := etf.Decode(out[i]); err == nil && term == etf.Atom("otp_repair_crashed") {
+			crashed++
+			if _, foreign, _ := rtRepairMem(t, fx, img); len(foreign) > 0 {
+				t.Errorf("case %d: godets kept %s, never written", i, rtShow(t, foreign))
+			}
+			t.Logf("case %d: OTP's repair crashed on the image", i)
+			continue
+		}
 		otpObjs := rpOTPObjects(t, out[i])
 		var otpForeign []string
 		for _, e := range otpObjs {
@@ -243,5 +255,8 @@ end) || F <- In]`, files...)
 		if len(foreign) > 0 {
 			t.Errorf("case %d: godets kept %s, never written", i, rtShow(t, foreign))
 		}
+	}
+	if crashed == len(imgs) {
+		t.Fatalf("OTP's repair crashed on all %d images: nothing was compared", crashed)
 	}
 }
