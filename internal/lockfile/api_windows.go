@@ -20,10 +20,6 @@ const SidecarSuffix = ".slate.lock"
 // PollInterval is the longest pause between two lock attempts while waiting.
 const PollInterval = 20 * time.Millisecond
 
-// maxIdentityRetries bounds immediate retries after the data path resolved
-// to another file under the lock; more is treated as an unstable namespace.
-const maxIdentityRetries = 8
-
 // Errors. Each acquisition error matches exactly one of these with errors.Is.
 var (
 	// ErrBusy: another owner (process, or session in this process) holds

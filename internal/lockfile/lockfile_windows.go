@@ -46,10 +46,11 @@ import (
 // gets the lock if it is free when it looks.
 //
 // Under the lock the data path is resolved again. If it now names another
-// file (a symlink re-pointed, a directory replaced) the lock is released
-// and taken on that file's name instead; a file created, replaced or
-// removed at the same path is judged as resolution would judge it, and the
-// lock describes it from then on.
+// file (a symlink re-pointed, a directory replaced), whose lock is another
+// semaphore, the lock is released and the acquisition fails with
+// IdentityChanged, as on Unix. A file created, replaced or removed at the
+// same path is judged as resolution would judge it, and the lock
+// describes it from then on.
 //
 // Refused, as on Unix: hard-linked data files (two paths, two names),
 // dangling symlinks, directories, devices and pipes at the data path, and
@@ -92,47 +93,38 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 		// move the deadline.
 		deadline = start.Add(opts.Wait)
 	}
-	for retries := 0; ; retries++ {
-		if opts.Refuse != nil {
-			if err := opts.Refuse(t.Data); err != nil {
-				return nil, err
-			}
-		}
-		l, err := t.take(h, opts.Wait > 0, deadline)
-		if err != nil {
+	if opts.Refuse != nil {
+		if err := opts.Refuse(t.Data); err != nil {
 			return nil, err
 		}
-		nt, err := resolve(t.raw, h)
-		if err == nil && nt.folded != t.folded {
-			// Another file now, with a lock of its own.
-			if uerr := l.Unlock(); uerr != nil {
-				return nil, uerr
-			}
-			if retries >= maxIdentityRetries {
-				return nil, &AliasError{Kind: IdentityChanged, Path: t.raw}
-			}
-			t = nt
-			continue
-		}
-		if err == nil && opts.ExistingOnly && !nt.dataExists {
-			err = &MissingError{Path: nt.Data}
-		}
-		if err == nil && opts.Wait > 0 && time.Since(deadline) > PollInterval {
-			// Late: the attempt stalled past the deadline. Give the lock
-			// back rather than start work the caller gave up on.
-			err = ErrTimedOut
-		}
-		if err != nil {
-			if uerr := l.Unlock(); uerr != nil {
-				return nil, errors.Join(err, uerr)
-			}
-			return nil, err
-		}
-		// nt, not t: a file created since resolution has its name as
-		// stored now, and its identity.
-		l.target = nt
-		return l, nil
 	}
+	l, err := t.take(h, opts.Wait > 0, deadline)
+	if err != nil {
+		return nil, err
+	}
+	nt, err := resolve(t.raw, h)
+	switch {
+	case err != nil:
+	case nt.folded != t.folded:
+		// Another file now, under another lock than the one taken.
+		err = &AliasError{Kind: IdentityChanged, Path: t.Data}
+	case opts.ExistingOnly && !nt.dataExists:
+		err = &MissingError{Path: nt.Data}
+	case opts.Wait > 0 && time.Since(deadline) > PollInterval:
+		// Late: the attempt stalled past the deadline. Give the lock
+		// back rather than start work the caller gave up on.
+		err = ErrTimedOut
+	}
+	if err != nil {
+		if uerr := l.Unlock(); uerr != nil {
+			return nil, errors.Join(err, uerr)
+		}
+		return nil, err
+	}
+	// nt, not t: a file created since resolution has its name as stored
+	// now, and its identity.
+	l.target = nt
+	return l, nil
 }
 
 // take opens the semaphore and takes its count: once for a single
