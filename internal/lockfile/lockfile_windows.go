@@ -105,6 +105,7 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 	nt, err := resolve(t.raw, h)
 	switch {
 	case err != nil:
+		// Refused as resolution refuses; the error stands.
 	case nt.folded != t.folded:
 		// Another file now, under another lock than the one taken.
 		err = &AliasError{Kind: IdentityChanged, Path: t.Data}

@@ -211,13 +211,20 @@ var localFileSystems = map[string]bool{"NTFS": true, "ReFS": true, "FAT": true, 
 
 // checkVolume refuses a file whose drive is not local or whose filesystem
 // is not known. data is the final path (X:\...), h a handle on the file or
-// its directory.
+// its directory. The drive type is asked of the volume's mount point,
+// which is not X:\ for a volume mounted in a folder; the mount point of
+// the file's directory, which always exists, because only directories can
+// be mount points.
 func checkVolume(h windows.Handle, data string, hooks *Hooks) error {
-	root, err := windows.UTF16PtrFromString(data[:3])
+	dir, err := windows.UTF16PtrFromString(longPath(filepath.Dir(data)))
 	if err != nil {
 		return err
 	}
-	typ := windows.GetDriveType(root)
+	root := make([]uint16, max(len(data)+2, windows.MAX_PATH+1))
+	if err := windows.GetVolumePathName(dir, &root[0], uint32(len(root))); err != nil {
+		return &fs.PathError{Op: "GetVolumePathName", Path: data, Err: err}
+	}
+	typ := windows.GetDriveType(&root[0])
 	if hooks != nil && hooks.FSType != nil {
 		typ = hooks.FSType(typ)
 	}
