@@ -198,11 +198,7 @@ func finalPath(h windows.Handle) (string, error) {
 // localDriveTypes are the drive types accepted: the disk is attached to
 // this machine. Network drives, optical drives and unknown roots are
 // refused.
-var localDriveTypes = map[uint32]string{
-	windows.DRIVE_REMOVABLE: "removable drive",
-	windows.DRIVE_FIXED:     "fixed drive",
-	windows.DRIVE_RAMDISK:   "RAM disk",
-}
+var localDriveTypes = map[uint32]bool{windows.DRIVE_REMOVABLE: true, windows.DRIVE_FIXED: true, windows.DRIVE_RAMDISK: true}
 
 // localFileSystems are the filesystems accepted, by the name
 // GetVolumeInformationByHandle gives. Any other (a cluster volume such as
@@ -228,7 +224,7 @@ func checkVolume(h windows.Handle, data string, hooks *Hooks) error {
 	if hooks != nil && hooks.FSType != nil {
 		typ = hooks.FSType(typ)
 	}
-	if _, ok := localDriveTypes[typ]; !ok {
+	if !localDriveTypes[typ] {
 		name := "drive that is not local"
 		if typ == windows.DRIVE_REMOTE {
 			name = "network drive"
