@@ -1,3 +1,5 @@
+//go:build !windows
+
 // Package lockfile takes the cross-process lock behind exclusive sessions.
 //
 // The lock is flock(2) LOCK_EX|LOCK_NB on a sidecar file named
