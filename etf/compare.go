@@ -156,29 +156,30 @@ func compare(a, b Term, m cmpMode) int {
 	}
 }
 
-// bitsOf returns the bytes and total bit length of a Binary or Bitstring.
-func bitsOf(t Term) ([]byte, int) {
+// bitsOf returns the bytes and total bit length of a Binary or Bitstring,
+// as int64: 8 times a length overflows int on 32-bit platforms.
+func bitsOf(t Term) ([]byte, int64) {
 	switch v := t.(type) {
 	case Binary:
-		return v, 8 * len(v)
+		return v, 8 * int64(len(v))
 	case Bitstring:
 		if len(v.Bytes) == 0 {
 			return nil, 0
 		}
-		bits := int(v.Bits)
+		bits := int64(v.Bits)
 		if bits < 1 || bits > 8 {
 			bits = 8
 		}
-		return v.Bytes, 8*(len(v.Bytes)-1) + bits
+		return v.Bytes, 8*int64(len(v.Bytes)-1) + bits
 	}
 	return nil, 0
 }
 
 // compareBits compares two bit strings bit by bit; a proper prefix is
 // smaller.
-func compareBits(x []byte, xn int, y []byte, yn int) int {
+func compareBits(x []byte, xn int64, y []byte, yn int64) int {
 	n := min(xn, yn)
-	full := n / 8
+	full := int(n / 8)
 	if c := bytes.Compare(x[:full], y[:full]); c != 0 {
 		return c
 	}

@@ -120,8 +120,11 @@ func decodeCompressed(b []byte) (Term, error) {
 	}
 	// Read at most size+1 bytes, growing as data really arrives, so a
 	// stream cannot make us allocate beyond what it decompresses to.
+	if uint64(size) > math.MaxInt {
+		return nil, derr(2, "declared uncompressed size %d is beyond this platform's memory", size)
+	}
 	var buf bytes.Buffer
-	buf.Grow(int(min(size, uint32(64*len(z)+64))))
+	buf.Grow(int(min(uint64(size), 64*uint64(len(z))+64)))
 	n, err := io.Copy(&buf, io.LimitReader(zr, int64(size)+1))
 	if err != nil {
 		return nil, derr(6, "bad zlib data: %v", err)

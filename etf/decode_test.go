@@ -521,3 +521,54 @@ func mustEncode(t *testing.T, x Term) []byte {
 	}
 	return b
 }
+
+// TestHugeLengthFields: length fields beyond the input, and beyond the int
+// range of a 32-bit platform (run GOARCH=386 go test), are typed errors
+// in every walker, never wrapped into negative offsets.
+func TestHugeLengthFields(t *testing.T) {
+	var bd BatchDecoder
+	for _, b := range [][]byte{
+		hx("83 68 02 6d fffffff7 00 00 00"), // as an int32, -9: back before the input
+		hx("83 68 01 6d ffffffff 00 00 00"),
+		hx("83 68 02 6d 80000000 6d 00000000"),
+		hx("83 6d ffffffff 00"),
+		hx("83 6d 80000000 00"),
+		hx("83 4d 80000000 03 00"),
+		hx("83 6c 80000000 61 01 6a"),
+		hx("83 69 80000000 61 01"),
+		hx("83 74 80000000 61 01 61 01"),
+		hx("83 6f 80000000 00 01"),
+		hx("83 68 01 6f ffffffff 00 01"),
+		hx("83 50 80000000 789c"),
+		hx("83 70 ffffffff 01" + strings.Repeat("00", 24) + "80000000"),
+	} {
+		_, err := Decode(b)
+		var de *DecodeError
+		if !errors.As(err, &de) {
+			t.Errorf("Decode(%x): %v, want a *DecodeError", b, err)
+		}
+		if err := Validate(b); !errors.As(err, &de) {
+			t.Errorf("Validate(%x): %v", b, err)
+		}
+		if _, err := DecodeOne(b); !errors.As(err, &de) {
+			t.Errorf("DecodeOne(%x): %v", b, err)
+		}
+		if _, err := bd.Decode(b); !errors.As(err, &de) {
+			t.Errorf("BatchDecoder.Decode(%x): %v", b, err)
+		}
+		if _, err := DecodeBody(b[1:]); !errors.As(err, &de) {
+			t.Errorf("DecodeBody(%x): %v", b[1:], err)
+		}
+		if _, ok := Phash2Body(b[1:]); ok {
+			t.Errorf("Phash2Body(%x) hashes it", b[1:])
+		}
+		if _, ok := CompareBodies(b[1:], b[1:]); ok {
+			t.Errorf("CompareBodies(%x) compares it", b[1:])
+		}
+		for pos := 1; pos <= 2; pos++ {
+			if _, end, ok := TupleElement(b, pos); ok && end > len(b) {
+				t.Errorf("TupleElement(%x, %d) ends at %d", b, pos, end)
+			}
+		}
+	}
+}

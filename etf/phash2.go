@@ -219,9 +219,11 @@ func hashBig(x *BigInt, h uint32) uint32 {
 	return h
 }
 
-func hashBits(data []byte, nbits int, h uint32) uint32 {
-	full := nbits / 8
-	rem := nbits % 8
+// hashBits hashes the first nbits bits of data (int64: 8 times a length
+// overflows int on 32-bit platforms).
+func hashBits(data []byte, nbits int64, h uint32) uint32 {
+	full := int(nbits / 8)
+	rem := int(nbits % 8)
 	con := hconst13 + h
 	if nbits == 0 {
 		return con
@@ -256,7 +258,7 @@ func hash2(t Term, h uint32) uint32 {
 		u := math.Float64bits(f)
 		return uint32Hash2(uint32(u>>32), uint32(u), hconst12, h)
 	case Binary:
-		return hashBits(v, 8*len(v), h)
+		return hashBits(v, 8*int64(len(v)), h)
 	case Bitstring:
 		data, n := bitsOf(v)
 		return hashBits(data, n, h)

@@ -277,7 +277,7 @@ func hashBody(b []byte, h uint32, depth int) (uint32, int, bool) {
 		if n > uint64(len(b)-5) {
 			return 0, 0, false
 		}
-		return hashBits(b[5:5+n], 8*int(n), h), 5 + int(n), true
+		return hashBits(b[5:5+n], 8*int64(n), h), 5 + int(n), true
 	case tagNil:
 		return hashNil(h), 1, true
 	case tagSmallAtomUTF8, tagAtomUTF8, tagSmallAtom, tagAtom:
