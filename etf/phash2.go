@@ -415,10 +415,15 @@ func hashOpaque(raw []byte, h uint32) uint32 {
 	case tagExport:
 		mod, err1 := d.atom()
 		fun, err2 := d.atom()
-		if err1 != nil || err2 != nil || len(d.b)-d.off != 2 {
+		if err1 != nil || err2 != nil {
 			return fallback()
 		}
-		h = uint32Hash2(uint32(d.b[d.off+1]), atomHash(string(mod)), hconst, h)
+		arity, err := d.smallInt("export arity", 0)
+		if err != nil || d.off != len(d.b) {
+			return fallback()
+		}
+		// OTP keeps the arity in 32 bits.
+		h = uint32Hash2(uint32(arity), atomHash(string(mod)), hconst, h)
 		return uint32Hash(atomHash(string(fun)), hconst14, h)
 	case tagNewFun:
 		if len(d.b) < 1+4+1+16+4+4 {
@@ -442,7 +447,7 @@ func hashOpaque(raw []byte, h uint32) uint32 {
 				oldUniq = uint32(n)
 			}
 		}
-		if err := d.opaqueOf(0, "fun pid", tagPid, tagNewPid); err != nil {
+		if err := d.skip(0); err != nil { // the creator pid
 			return fallback()
 		}
 		h = uint32Hash2(numFree, atomHash(string(mod)), hconst, h)
