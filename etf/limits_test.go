@@ -271,6 +271,25 @@ func limitCases() []limitCase {
 	// Funs.
 	mod := atomExt("m")
 	zero := []byte{tagSmallInteger, 0}
+
+	// Map keys that OTP takes as one fun: only module, Index, OldUniq (in
+	// 32 bits) and the free variables count; exports by module, function
+	// and arity (in 32 bits).
+	fun := func(sizeDelta int, arity byte, index uint32, oldIndex, oldUniq, pid, free []byte) []byte {
+		body := cat(int(arity), bytes.Repeat([]byte{7}, 16), u32(index), u32(uint32(len(free)/2)), mod, oldIndex, oldUniq, pid, free)
+		return cat(tagNewFun, u32(uint32(len(body)+4+sizeDelta)), body)
+	}
+	f1 := fun(0, 1, 3, sint(5), sint(9), limitPid, sint(42))
+	other := cat(tagPid, a, words(7, 0), 1)
+	add("map of one fun twice (Size, Arity, OldIndex, creator)", false, m(f1, sint(1), fun(2, 2, 3, sint(6), sint(9), other, sint(42)), sint(2)))
+	add("map of one fun twice (OldUniq 9 and 2^32+9)", false, m(f1, sint(1), fun(0, 1, 3, sint(5), cat(tagSmallBig, 5, 0, 9, 0, 0, 0, 1), limitPid, sint(42)), sint(2)))
+	add("map of funs of another Index", true, m(f1, sint(1), fun(0, 1, 4, sint(5), sint(9), limitPid, sint(42)), sint(2)))
+	add("map of funs of another OldUniq", true, m(f1, sint(1), fun(0, 1, 3, sint(5), sint(10), limitPid, sint(42)), sint(2)))
+	add("map of funs of another free variable", true, m(f1, sint(1), fun(0, 1, 3, sint(5), sint(9), limitPid, sint(43)), sint(2)))
+	add("map of one export twice (arity 2 and 2^32+2)", false, m(exp(tagSmallInteger, 2)[1:], sint(1), exp(tagSmallBig, 5, 0, 2, 0, 0, 0, 1)[1:], sint(2)))
+	add("map of one export twice (UTF-8 atoms)", false, m(exp(tagInteger, u32(2))[1:], sint(1),
+		cat(tagExport, tagSmallAtomUTF8, 1, "m", tagSmallAtomUTF8, 1, "f", tagSmallInteger, 2), sint(2)))
+	add("map of an export and a fun", true, m(exp(tagSmallInteger, 2)[1:], sint(1), f1, sint(2)))
 	add("NEW_FUN_EXT", true, plainFun(0))
 	for _, d := range []int{-1, 1, -10} {
 		add("NEW_FUN_EXT Size off by "+strconv.Itoa(d), true, plainFun(d))

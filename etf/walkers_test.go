@@ -231,8 +231,64 @@ func intBody(r *rand.Rand, i int64) []byte {
 	return cat(tagSmallBig, len(mag), sign, mag)
 }
 
+// twinBodies returns two encodings of one random term, often different
+// bytes for what OTP takes as the same term (map keys that collide).
+func twinBodies(r *rand.Rand) ([]byte, []byte) {
+	node := mutantNodes[r.Intn(len(mutantNodes))]
+	id, serial, creation := nearLimit(r), nearLimit(r), uint32(r.Intn(4))
+	switch r.Intn(6) {
+	case 0:
+		i := r.Int63() >> r.Intn(63)
+		return intBody(r, i), intBody(r, i)
+	case 1:
+		a := string(randomAtom(r))
+		return atomBody(r, a), atomBody(r, a)
+	case 2:
+		pid := func() []byte {
+			if r.Intn(2) == 0 {
+				return cat(tagPid, atomBody(r, node), u32(id), u32(serial), byte(creation))
+			}
+			return cat(tagNewPid, atomBody(r, node), u32(id), u32(serial), u32(creation))
+		}
+		return pid(), pid()
+	case 3:
+		ref := func() []byte {
+			switch r.Intn(3) {
+			case 0:
+				return cat(tagReference, atomBody(r, node), u32(id), byte(creation))
+			case 1:
+				return cat(tagNewReference, u16(2), atomBody(r, node), byte(creation), u32(id), u32(0))
+			}
+			return cat(tagNewerReference, u16(1), atomBody(r, node), u32(creation), u32(id))
+		}
+		return ref(), ref()
+	case 4:
+		m, f, arity := string(randomAtom(r)), string(randomAtom(r)), int64(r.Intn(300))
+		exp := func() []byte { return cat(tagExport, atomBody(r, m), atomBody(r, f), intBody(r, arity)) }
+		return exp(), exp()
+	default:
+		m, oldIndex, oldUniq, numFree := string(randomAtom(r)), int64(r.Intn(50)), r.Int63n(1<<40), r.Intn(2)
+		free := randomBody(r, 0)
+		fun := func() []byte {
+			pid := cat(tagNewPid, atomBody(r, node), u32(nearLimit(r)), u32(0), u32(r.Uint32()))
+			f := newFunExt(r.Intn(3)-1, byte(r.Intn(4)), uint32(numFree), atomBody(r, m),
+				intBody(r, oldIndex), intBody(r, oldUniq), pid, bytes.Repeat(free, numFree))
+			return f[1:]
+		}
+		return fun(), fun()
+	}
+}
+
 // randomBody returns one term body in one of the less common encodings.
 func randomBody(r *rand.Rand, depth int) []byte {
+	if r.Intn(12) == 0 {
+		// A map of two keys that may be one term in two encodings.
+		k1, k2 := twinBodies(r)
+		if r.Intn(4) == 0 {
+			_, k2 = twinBodies(r)
+		}
+		return cat(tagMap, u32(2), k1, randomBody(r, 0), k2, randomBody(r, 0))
+	}
 	switch r.Intn(9) {
 	case 0, 1:
 		enc, err := Encode(randomTerm(r, depth))
