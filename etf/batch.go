@@ -227,7 +227,7 @@ func flatShape(b []byte, maxBin uint32) (n int, ends [flatMaxArity]int, ok bool)
 			return 0, ends, false
 		}
 		l := binary.BigEndian.Uint32(b[off+1:])
-		if l > maxBin || int(l) > len(b)-off-5 {
+		if l > maxBin || uint64(l) > uint64(len(b)-off-5) { // no int(l): it wraps on 32-bit
 			return 0, ends, false
 		}
 		off += 5 + int(l)

@@ -42,9 +42,8 @@ const (
 // every integer is before every float), then by their values in that key
 // order.
 //
-// Pids, ports and references (Opaque) compare as in OTP 25, whatever
-// encoding they came in. Funs compare by their raw encoding bytes: stable
-// and consistent with Equal, but not OTP's order between two funs.
+// Pids, ports, references and funs (Opaque) compare as in OTP 25,
+// whatever encoding they came in; see compareFuns for funs.
 //
 // A nil Term is treated as smaller than every term, and NaN or infinite
 // Floats (which Erlang cannot represent) sort after every finite number.
@@ -152,33 +151,34 @@ func compare(a, b Term, m cmpMode) int {
 		yb, ybits := bitsOf(b)
 		return compareBits(xb, xbits, yb, ybits)
 	default: // opaque types
-		return compareOpaque(a.(*Opaque), b.(*Opaque))
+		return compareOpaque(a.(*Opaque), b.(*Opaque), m)
 	}
 }
 
-// bitsOf returns the bytes and total bit length of a Binary or Bitstring.
-func bitsOf(t Term) ([]byte, int) {
+// bitsOf returns the bytes and total bit length of a Binary or Bitstring,
+// as int64: 8 times a length overflows int on 32-bit platforms.
+func bitsOf(t Term) ([]byte, int64) {
 	switch v := t.(type) {
 	case Binary:
-		return v, 8 * len(v)
+		return v, 8 * int64(len(v))
 	case Bitstring:
 		if len(v.Bytes) == 0 {
 			return nil, 0
 		}
-		bits := int(v.Bits)
+		bits := int64(v.Bits)
 		if bits < 1 || bits > 8 {
 			bits = 8
 		}
-		return v.Bytes, 8*(len(v.Bytes)-1) + bits
+		return v.Bytes, 8*int64(len(v.Bytes)-1) + bits
 	}
 	return nil, 0
 }
 
 // compareBits compares two bit strings bit by bit; a proper prefix is
 // smaller.
-func compareBits(x []byte, xn int, y []byte, yn int) int {
+func compareBits(x []byte, xn int64, y []byte, yn int64) int {
 	n := min(xn, yn)
-	full := n / 8
+	full := int(n / 8)
 	if c := bytes.Compare(x[:full], y[:full]); c != 0 {
 		return c
 	}
@@ -487,11 +487,22 @@ func parseOpaque(raw []byte) (opaqueKey, bool) {
 
 // compareOpaque orders two opaque terms of the same Type as OTP 25 does
 // for pids (serial, number, node, creation), ports (node, creation,
-// number) and references (node, creation, then the ID words: fewer words
-// first, then from the most significant word). Funs compare by their raw
-// bytes, which is consistent with Equal for identical encodings but is not
-// OTP's order.
-func compareOpaque(x, y *Opaque) int {
+// number), references (node, creation, then the ID words: fewer words
+// first, then from the most significant word) and funs (compareFuns).
+// Anything that does not parse (only hand-built terms) compares by its
+// raw bytes, after everything that does.
+func compareOpaque(x, y *Opaque, m cmpMode) int {
+	if x.Type() == TypeFun {
+		if m == modeDets {
+			// dets_utils:cmp/2 falls back to Erlang's < for funs, as for
+			// maps: == first, then =:= to keep the order total.
+			if c := compareFuns(x.Raw, y.Raw, modeEq); c != 0 {
+				return c
+			}
+			m = modeExact
+		}
+		return compareFuns(x.Raw, y.Raw, m)
+	}
 	kx, okx := parseOpaque(x.Raw)
 	ky, oky := parseOpaque(y.Raw)
 	if !okx || !oky {
@@ -534,4 +545,109 @@ func compareOpaque(x, y *Opaque) int {
 		}
 		return 0
 	}
+}
+
+// funKey is what OTP 25 compares of a fun. A local fun (NEW_FUN_EXT) is
+// its entry in the fun table, found by module, Index and OldUniq (both
+// held as 32-bit ints), then its free variables: Arity, Uniq, OldIndex,
+// Size and the creator do not take part. An export is its module,
+// function and arity (held in 32 bits).
+type funKey struct {
+	export           bool
+	module, function Atom
+	arity            uint32
+	index, oldUniq   int32
+	free             []Term
+}
+
+func parseFun(raw []byte) (k funKey, ok bool) {
+	if len(raw) == 0 {
+		return k, false
+	}
+	d := decoder{b: raw, off: 1}
+	var err error
+	switch raw[0] {
+	case tagExport:
+		k.export = true
+		if k.module, err = d.atom(); err != nil {
+			return k, false
+		}
+		if k.function, err = d.atom(); err != nil {
+			return k, false
+		}
+		arity, err := d.smallInt("export arity", 0)
+		k.arity = uint32(arity)
+		return k, err == nil && d.off == len(raw)
+	case tagNewFun:
+		if len(raw) < 1+4+1+16+4+4 {
+			return k, false
+		}
+		d.off = 1 + 4 + 1 + 16
+		k.index = int32(d.u32())
+		numFree := d.u32()
+		if k.module, err = d.atom(); err != nil {
+			return k, false
+		}
+		if _, err = d.smallInt("fun OldIndex", 0); err != nil {
+			return k, false
+		}
+		oldUniq, err := d.smallInt("fun OldUniq", 0)
+		if err != nil || d.skip(0) != nil { // and the creator
+			return k, false
+		}
+		k.oldUniq = int32(oldUniq)
+		k.free = make([]Term, 0, min(numFree, maxFunFree))
+		for range numFree {
+			t, err := d.term(0)
+			if err != nil {
+				return k, false
+			}
+			k.free = append(k.free, t)
+		}
+		return k, d.off == len(raw)
+	}
+	return k, false
+}
+
+// compareFuns orders funs as OTP 25 does: local funs before exports;
+// local funs by module, Index, OldUniq, number of free variables, then the
+// free variables (in mode m); exports by module, function and arity. (OTP
+// subtracts the 32-bit Index and OldUniq, so for two values more than 2^31
+// apart its order is not even transitive; here they compare as signed.)
+func compareFuns(x, y []byte, m cmpMode) int {
+	kx, okx := parseFun(x)
+	ky, oky := parseFun(y)
+	if !okx || !oky {
+		if okx != oky {
+			return cmpOrdered(b2i(okx), b2i(oky))
+		}
+		return bytes.Compare(x, y)
+	}
+	if kx.export != ky.export {
+		return cmpOrdered(b2i(kx.export), b2i(ky.export))
+	}
+	if c := strings.Compare(string(kx.module), string(ky.module)); c != 0 {
+		return c
+	}
+	if kx.export {
+		if c := strings.Compare(string(kx.function), string(ky.function)); c != 0 {
+			return c
+		}
+		return cmpOrdered(kx.arity, ky.arity)
+	}
+	if c := cmpOrdered(int64(kx.index), int64(ky.index)); c != 0 {
+		return c
+	}
+	if c := cmpOrdered(int64(kx.oldUniq), int64(ky.oldUniq)); c != 0 {
+		return c
+	}
+	if c := cmpOrdered(len(kx.free), len(ky.free)); c != 0 {
+		return c
+	}
+	for i := range kx.free {
+		if c := compare(kx.free[i], ky.free[i], m); c != 0 {
+			return c
+		}
+	}
+	return 0
 }

@@ -34,7 +34,7 @@ import (
 //	  109 BINARY           Len:u32 byte[Len]
 //	  77  BIT_BINARY       Len:u32 Bits:u8 byte[Len]  (Bits used in the last byte, 1..8; 0 only when Len is 0)
 //	  116 MAP              Arity:u32 (Key:term Value:term)[Arity]
-//	  Opaque terms (kept as raw bytes):
+//	  Opaque terms (kept as raw bytes; opaque.go has OTP's limits on them):
 //	  103 PID              Node:atom ID:u32 Serial:u32 Creation:u8
 //	  88  NEW_PID          Node:atom ID:u32 Serial:u32 Creation:u32
 //	  102 PORT             Node:atom ID:u32 Creation:u8
@@ -43,11 +43,15 @@ import (
 //	  101 REFERENCE        Node:atom ID:u32 Creation:u8
 //	  114 NEW_REFERENCE    Len:u16 Node:atom Creation:u8  ID:u32[Len]
 //	  90  NEWER_REFERENCE  Len:u16 Node:atom Creation:u32 ID:u32[Len]
-//	  113 EXPORT           Module:atom Function:atom Arity:SMALL_INTEGER
+//	  113 EXPORT           Module:atom Function:atom Arity:integer
 //	  112 NEW_FUN          Size:u32 Arity:u8 Uniq[16] Index:u32 NumFree:u32 Module:atom
-//	                       OldIndex:int OldUniq:int Pid:pid Free:term[NumFree]   (Size counts from Size itself)
-//	  117 FUN              NumFree:u32 Pid:pid Module:atom Index:int Uniq:int Free:term[NumFree]
-//	  82  ATOM_CACHE_REF   only valid in the distribution protocol: rejected
+//	                       OldIndex:integer OldUniq:integer Pid:pid Free:term[NumFree]
+//	                       (Size, meant to count from Size itself, is not checked: OTP ignores it)
+//	  Refused, as OTP 25's binary_to_term refuses them or as they name
+//	  nothing outside one running node:
+//	  117 FUN              (pre-R8 funs)
+//	  82  ATOM_CACHE_REF   (distribution messages only)
+//	  73, 75 ATOM_INTERNAL_REF2, 3
 const (
 	maxAtomChars = 255 // OTP's limit on an atom's length in characters
 	floatExtLen  = 31  // FLOAT_EXT text field
@@ -58,11 +62,32 @@ const (
 	// maxDeflateRatio is the largest expansion a zlib stream can achieve
 	// (about 1032:1 for deflate); a declared size beyond it is a lie.
 	maxDeflateRatio = 1032
+	// maxBigBytes is the magnitude of OTP's largest integer (2^19-1 words
+	// of 8 bytes), whatever its leading zeros.
+	maxBigBytes = (1<<19 - 1) * 8
 )
+
+// floatNoNULReason explains the refusal of a FLOAT_EXT whose 31 bytes hold
+// no NUL: OTP reads on past the field, into the next term or beyond the
+// end of the input, and what it accepts then depends on those bytes.
+const floatNoNULReason = "FLOAT_EXT text has no NUL within its 31 bytes"
+
+// internalRefReason explains the refusal of ATOM_INTERNAL_REF2 and 3:
+// indexes into one running node's atom table, which OTP's binary_to_term
+// happens to read, but which name nothing in a file.
+const internalRefReason = "ATOM_INTERNAL_REF (an index into a running node's atom table) is only valid inside OTP"
 
 // Decode parses one complete external term: the version byte 131, then a
 // term, optionally zlib-compressed (tag 80). Bytes after the term are an
 // error (OTP's binary_to_term/1 ignores them).
+//
+// Decode accepts what OTP 25's binary_to_term reads (opaque.go has its
+// limits on pids, ports, references and funs, TestOTPMutants the proof),
+// except what OTP reads only to crash on, or reads differently on every
+// node or from bytes beyond the term: bytes after the term (also inside
+// compressed data), funs whose creator is not a pid, references without
+// ID words, FLOAT_EXT text without its NUL, ATOM_INTERNAL_REF, and terms
+// nested deeper than MaxDepth.
 //
 // Latin-1 atoms become UTF-8 Atom text; bignums that fit in int64 become
 // Int; STRING_EXT becomes a List of Int; lists whose tail is another
@@ -120,8 +145,11 @@ func decodeCompressed(b []byte) (Term, error) {
 	}
 	// Read at most size+1 bytes, growing as data really arrives, so a
 	// stream cannot make us allocate beyond what it decompresses to.
+	if uint64(size) > math.MaxInt {
+		return nil, derr(2, "declared uncompressed size %d is beyond this platform's memory", size)
+	}
 	var buf bytes.Buffer
-	buf.Grow(int(min(size, uint32(64*len(z)+64))))
+	buf.Grow(int(min(uint64(size), 64*uint64(len(z))+64)))
 	n, err := io.Copy(&buf, io.LimitReader(zr, int64(size)+1))
 	if err != nil {
 		return nil, derr(6, "bad zlib data: %v", err)
@@ -353,6 +381,8 @@ func (d *decoder) term(depth int) (Term, error) {
 		return &Opaque{Raw: bytes.Clone(d.b[start:d.off])}, nil
 	case tagAtomCacheRef:
 		return nil, d.errf(start, "ATOM_CACHE_REF is only valid in distribution messages")
+	case tagAtomInternalRef2, tagAtomInternalRef3:
+		return nil, d.errf(start, "%s", internalRefReason)
 	case tagCompressed:
 		return nil, d.errf(start, "compressed term not at top level")
 	case tagVersion:
@@ -362,23 +392,11 @@ func (d *decoder) term(depth int) (Term, error) {
 }
 
 func (d *decoder) bignum(tag byte) (Term, error) {
-	var n uint64
-	if tag == tagSmallBig {
-		if err := d.need(2, "SMALL_BIG_EXT"); err != nil {
-			return nil, err
-		}
-		n = uint64(d.u8())
-	} else {
-		if err := d.need(5, "LARGE_BIG_EXT"); err != nil {
-			return nil, err
-		}
-		n = uint64(d.u32())
-	}
-	neg := d.u8() != 0
-	if err := d.need(n, "bignum magnitude"); err != nil {
+	n, neg, err := d.bigHeader(tag)
+	if err != nil {
 		return nil, err
 	}
-	mag := d.take(int(n))
+	mag := d.take(n)
 	// Ignore high zero bytes (non-canonical but accepted).
 	for len(mag) > 0 && mag[len(mag)-1] == 0 {
 		mag = mag[:len(mag)-1]
@@ -407,32 +425,100 @@ func (d *decoder) bignum(tag byte) (Term, error) {
 	return b, nil
 }
 
-// floatText parses FLOAT_EXT: printf("%.20e") text padded with NULs.
+// bigHeader reads a bignum's length and sign byte (any nonzero sign is
+// negative, as in OTP) and checks that the magnitude is there and within
+// OTP's largest integer.
+func (d *decoder) bigHeader(tag byte) (n int, neg bool, err error) {
+	start := d.off - 1
+	var size uint64
+	if tag == tagSmallBig {
+		if err := d.need(2, "SMALL_BIG_EXT"); err != nil {
+			return 0, false, err
+		}
+		size = uint64(d.u8())
+	} else {
+		if err := d.need(5, "LARGE_BIG_EXT"); err != nil {
+			return 0, false, err
+		}
+		size = uint64(d.u32())
+		if size > maxBigBytes {
+			return 0, false, d.errf(start, "LARGE_BIG_EXT of %d bytes (OTP reads at most %d)", size, maxBigBytes)
+		}
+	}
+	neg = d.u8() != 0
+	if err := d.need(size, "bignum magnitude"); err != nil {
+		return 0, false, err
+	}
+	return int(size), neg, nil
+}
+
+// floatText parses FLOAT_EXT: printf("%.20e") text padded with NULs to
+// 31 bytes. It accepts what OTP 25 does: [+-]digits[.,]digits, then
+// optionally [eE][+-]digits, ended by a NUL within the 31 bytes (the rest
+// is not looked at); a value beyond the doubles is refused, and one below
+// them becomes 0 or a denormal.
 func (d *decoder) floatText(start int) (Term, error) {
 	if err := d.need(floatExtLen, "FLOAT_EXT"); err != nil {
 		return nil, err
 	}
-	text := d.take(floatExtLen)
-	if i := bytes.IndexByte(text, 0); i >= 0 {
-		text = text[:i]
+	field := d.take(floatExtLen)
+	end := bytes.IndexByte(field, 0)
+	if end < 0 {
+		return nil, d.errf(start, "%s", floatNoNULReason)
 	}
-	ok := len(text) > 0
-	for _, c := range text {
-		if !(c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-') {
-			ok = false
-		}
+	text := field[:end]
+	point, ok := floatSyntax(text)
+	if !ok {
+		return nil, d.errf(start, "FLOAT_EXT text %q is not [+-]digits.digits[e[+-]digits]", text)
 	}
-	f, err := strconv.ParseFloat(string(text), 64)
-	if !ok || err != nil || math.IsInf(f, 0) {
-		return nil, d.errf(start, "FLOAT_EXT text %q is not a finite float", text)
+	var buf [floatExtLen]byte
+	s := append(buf[:0], text...)
+	s[point] = '.' // OTP takes a comma too
+	f, err := strconv.ParseFloat(string(s), 64)
+	if err != nil {
+		return nil, d.errf(start, "FLOAT_EXT text %q is beyond the range of a double", text)
 	}
 	return Float(f), nil
 }
 
+// floatSyntax reports whether s is a FLOAT_EXT number as OTP reads it, and
+// where its decimal point is.
+func floatSyntax(s []byte) (point int, ok bool) {
+	i := 0
+	sign := func() {
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+	}
+	digits := func() bool {
+		j := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i > j
+	}
+	sign()
+	if !digits() || i == len(s) || (s[i] != '.' && s[i] != ',') {
+		return 0, false
+	}
+	point = i
+	i++
+	if !digits() {
+		return 0, false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		sign()
+		if !digits() {
+			return 0, false
+		}
+	}
+	return point, i == len(s)
+}
+
 // atom decodes an atom term at d.off (any of the four atom tags).
 func (d *decoder) atom() (Atom, error) {
-	start := d.off
-	name, latin1, err := d.atomBytes()
+	name, latin1, err := d.atomName()
 	if err != nil {
 		return "", err
 	}
@@ -453,13 +539,25 @@ func (d *decoder) atom() (Atom, error) {
 		}
 		return Atom(buf), nil
 	}
-	if !utf8.Valid(name) {
-		return "", d.errf(start, "atom text is not valid UTF-8")
-	}
-	if utf8.RuneCount(name) > maxAtomChars {
-		return "", d.errf(start, "atom longer than %d characters", maxAtomChars)
-	}
 	return Atom(name), nil
+}
+
+// atomName reads an atom encoding as atomBytes does and checks its text as
+// OTP does: valid UTF-8 of at most 255 characters for the UTF-8 tags (at
+// most 255 bytes for the Latin-1 ones, which atomBytes checks).
+func (d *decoder) atomName() (name []byte, latin1 bool, err error) {
+	start := d.off
+	name, latin1, err = d.atomBytes()
+	if err != nil || latin1 {
+		return name, latin1, err
+	}
+	if !utf8.Valid(name) {
+		return nil, false, d.errf(start, "atom text is not valid UTF-8")
+	}
+	if len(name) > maxAtomChars && utf8.RuneCount(name) > maxAtomChars {
+		return nil, false, d.errf(start, "atom longer than %d characters", maxAtomChars)
+	}
+	return name, false, nil
 }
 
 // atomBytes reads an atom's tag, length and text without converting it.
@@ -483,6 +581,8 @@ func (d *decoder) atomBytes() (name []byte, latin1 bool, err error) {
 		n = int(d.u8())
 	case tagAtomCacheRef:
 		return nil, false, d.errf(start, "ATOM_CACHE_REF is only valid in distribution messages")
+	case tagAtomInternalRef2, tagAtomInternalRef3:
+		return nil, false, d.errf(start, "%s", internalRefReason)
 	default:
 		return nil, false, d.errf(start, "tag %d where an atom is required", tag)
 	}
@@ -576,157 +676,6 @@ func hasDuplicateKeys(m Map) bool {
 		}
 	}
 	return false
-}
-
-// skipOpaque validates the pid, port, reference or fun at d.off and moves
-// past it.
-func (d *decoder) skipOpaque(depth int) error {
-	start := d.off
-	tag := d.u8()
-	fixed := func(n uint64, what string) error {
-		if err := d.need(n, what); err != nil {
-			return err
-		}
-		d.off += int(n)
-		return nil
-	}
-	switch tag {
-	case tagPid, tagNewPid, tagPort, tagNewPort, tagV4Port, tagReference:
-		if _, _, err := d.atomBytes(); err != nil {
-			return err
-		}
-		return fixed(opaqueFixedSize(tag), "pid, port or reference")
-	case tagNewReference, tagNewerReference:
-		if err := d.need(2, "reference"); err != nil {
-			return err
-		}
-		n := uint64(d.u16())
-		if n > 5 {
-			// OTP references have at most 5 ID words.
-			return d.errf(start, "reference with %d ID words", n)
-		}
-		if _, _, err := d.atomBytes(); err != nil {
-			return err
-		}
-		creation := uint64(1)
-		if tag == tagNewerReference {
-			creation = 4
-		}
-		return fixed(creation+4*n, "reference")
-	case tagExport:
-		if _, _, err := d.atomBytes(); err != nil {
-			return err
-		}
-		if _, _, err := d.atomBytes(); err != nil {
-			return err
-		}
-		if err := d.need(2, "export arity"); err != nil {
-			return err
-		}
-		if d.u8() != tagSmallInteger {
-			return d.errf(d.off-1, "export arity is not SMALL_INTEGER_EXT")
-		}
-		d.off++
-		return nil
-	case tagNewFun:
-		if err := d.need(4+1+16+4+4, "NEW_FUN_EXT"); err != nil {
-			return err
-		}
-		size := uint64(d.u32())
-		end := uint64(start) + 1 + size
-		if size < 4+1+16+4+4 || end > uint64(len(d.b)) {
-			return d.errf(start, "NEW_FUN_EXT size %d does not fit the input", size)
-		}
-		d.off += 1 + 16 + 4
-		numFree := uint64(d.u32())
-		// The fields must fit in Size: read them from the fun's bytes only.
-		full := d.b
-		d.b = d.b[:end]
-		err := d.funTail(depth, numFree, true)
-		d.b = full
-		if err != nil {
-			return err
-		}
-		if uint64(d.off) != end {
-			return d.errf(start, "NEW_FUN_EXT size %d, but its fields take %d", size, d.off-start-1)
-		}
-		return nil
-	case tagFun:
-		if err := d.need(4, "FUN_EXT"); err != nil {
-			return err
-		}
-		numFree := uint64(d.u32())
-		return d.funTail(depth, numFree, false)
-	}
-	return d.errf(start, "unknown tag %d", tag)
-}
-
-// funTail reads the module, index, uniq, pid and free variables of a fun.
-func (d *decoder) funTail(depth int, numFree uint64, newFun bool) error {
-	if err := d.need(numFree, "fun free variables"); err != nil {
-		return err
-	}
-	if !newFun {
-		if err := d.opaqueOf(depth, "fun pid", tagPid, tagNewPid); err != nil {
-			return err
-		}
-	}
-	if _, _, err := d.atomBytes(); err != nil {
-		return err
-	}
-	for range 2 {
-		if err := d.need(1, "fun index"); err != nil {
-			return err
-		}
-		switch d.b[d.off] {
-		case tagSmallInteger, tagInteger:
-			if _, err := d.term(depth + 1); err != nil {
-				return err
-			}
-		default:
-			return d.errf(d.off, "fun index or uniq is not an integer")
-		}
-	}
-	if newFun {
-		if err := d.opaqueOf(depth, "fun pid", tagPid, tagNewPid); err != nil {
-			return err
-		}
-	}
-	for range numFree {
-		if _, err := d.term(depth + 1); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// opaqueFixedSize is the size of the fields after the node atom.
-func opaqueFixedSize(tag byte) uint64 {
-	switch tag {
-	case tagPid:
-		return 4 + 4 + 1
-	case tagNewPid:
-		return 4 + 4 + 4
-	case tagPort, tagReference:
-		return 4 + 1
-	case tagNewPort:
-		return 4 + 4
-	default: // tagV4Port
-		return 8 + 4
-	}
-}
-
-// opaqueOf skips an opaque term whose tag must be one of tags.
-func (d *decoder) opaqueOf(depth int, what string, tags ...byte) error {
-	if err := d.need(1, what); err != nil {
-		return err
-	}
-	for _, t := range tags {
-		if d.b[d.off] == t {
-			return d.skipOpaque(depth + 1)
-		}
-	}
-	return d.errf(d.off, "%s has tag %d", what, d.b[d.off])
 }
 
 func derr(off int, format string, args ...any) *DecodeError {

@@ -199,7 +199,8 @@ func TestDecodeOpaque(t *testing.T) {
 		{"EXPORT_EXT", "71 64 0005 6c69737473 64 0003 6d6170 61 02", TypeFun},
 		{"NEW_FUN_EXT", newFunHex(newPid, "61 07 6b 0002 7879", 2), TypeFun},
 		{"NEW_FUN_EXT no free vars", newFunHex(newPid, "", 0), TypeFun},
-		{"FUN_EXT", "75 00000001" + newPid + "64 0001 6d 61 01 61 02 61 2a", TypeFun},
+		{"EXPORT_EXT, INTEGER_EXT arity", "71 64 0001 6d 64 0001 66 62 00000100", TypeFun},
+		{"NEW_FUN_EXT, Size ignored", strings.Replace(newFunHex(newPid, "", 0), "70000000", "70000001", 1), TypeFun},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -260,7 +261,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"int short", hx("83 62 0000"), "INTEGER"},
 		{"small big short", hx("83 6e 04 00 0102"), "magnitude"},
 		{"small big no sign", hx("83 6e 01"), "SMALL_BIG"},
-		{"large big huge", hx("83 6f ffffffff 00 01"), "magnitude"},
+		{"large big huge", hx("83 6f ffffffff 00 01"), "LARGE_BIG_EXT"},
+		{"large big short", hx("83 6f 00000100 00 01"), "magnitude"},
 		{"float short", hx("83 46 3ff0"), "NEW_FLOAT"},
 		{"float nan", hx("83 46 7ff8000000000000"), "not finite"},
 		{"float inf", hx("83 46 fff0000000000000"), "not finite"},
@@ -271,6 +273,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"float text inf", floatExtBytes("inf"), "FLOAT_EXT"},
 		{"float text overflow", floatExtBytes("1e999"), "FLOAT_EXT"},
 		{"float text hex", floatExtBytes("0x1p3"), "FLOAT_EXT"},
+		{"float text without NUL", append(hx("83 63"), strings.Repeat("1", 31)...), "no NUL"},
+		{"float text no point", floatExtBytes("1e5"), "FLOAT_EXT"},
 		{"atom short", hx("83 64 0003 6162"), "atom text"},
 		{"atom no length", hx("83 64 00"), "atom length"},
 		{"atom too long latin1", append(hx("83 64 0100"), bytes.Repeat([]byte{'x'}, 256)...), "longer than 255"},
@@ -309,16 +313,17 @@ func TestDecodeErrors(t *testing.T) {
 		{"reference too many words", hx("83 5a 0006" + nodeA + "00000001" + strings.Repeat("00000001", 6)), "ID words"},
 		{"reference short", hx("83 5a 0002" + nodeA + "00000001 00000001"), "reference"},
 		{"reference no length", hx("83 72 00"), "reference"},
-		{"export arity not small int", hx("83 71 64 0001 6d 64 0001 66 62 00000002"), "SMALL_INTEGER"},
+		{"export arity not an integer", hx("83 71 64 0001 6d 64 0001 66 46 4000000000000000"), "not an integer"},
+		{"export arity negative", hx("83 71 64 0001 6d 64 0001 66 62 ffffffff"), "negative"},
+		{"export arity not small", hx("83 71 64 0001 6d 64 0001 66 6e 08 00 0000000000000008"), "small integers"},
 		{"export short", hx("83 71 64 0001 6d 64 0001 66"), "export arity"},
-		{"new fun size mismatch", hx("83" + strings.Replace(newFunHex(newPid, "", 0), "70000000", "70000001", 1) + "00"), "size"},
-		{"new fun size beyond input", hx("83 70 ffffff00" + strings.Repeat("00", 40)), "does not fit"},
-		{"new fun size below header", hx("83 70 00000005" + strings.Repeat("30", 25)), "does not fit"},
+		{"new fun too many free vars", hx("83 70 00000005" + strings.Repeat("30", 25)), "free variables"},
 		{"new fun header short", hx("83 70 00000010 01"), "NEW_FUN_EXT"},
 		{"new fun free vars missing", hx("83" + newFunHex(newPid, "", 2)), "tag"},
-		{"new fun pid wrong tag", hx("83" + newFunHex("61 01", "", 0)), "fun pid"},
+		{"new fun creator not a pid", hx("83" + newFunHex("61 01", "", 0)), "creator is not a pid"},
+		{"new fun creator invalid", hx("83" + newFunHex("58 61 01", "", 0)), "atom is required"},
 		{"new fun index not integer", hx("83" + strings.Replace(newFunHex(newPid, "", 0), "61 03 62", "6a 03 62", 1)), "not an integer"},
-		{"fun ext pid wrong tag", hx("83 75 00000000 61 01"), "fun pid"},
+		{"fun ext", hx("83 75 00000001" + newPid + "64 0001 6d 61 01 61 02 61 2a"), "FUN_EXT"},
 		{"fun ext short", hx("83 75 0000"), "FUN_EXT"},
 		{"compressed header short", hx("83 50 0000"), "header truncated"},
 		{"compressed bad zlib header", hx("83 50 00000002 0000"), "zlib"},
@@ -520,4 +525,55 @@ func mustEncode(t *testing.T, x Term) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestHugeLengthFields: length fields beyond the input, and beyond the int
+// range of a 32-bit platform (run GOARCH=386 go test), are typed errors
+// in every walker, never wrapped into negative offsets.
+func TestHugeLengthFields(t *testing.T) {
+	var bd BatchDecoder
+	for _, b := range [][]byte{
+		hx("83 68 02 6d fffffff7 00 00 00"), // as an int32, -9: back before the input
+		hx("83 68 01 6d ffffffff 00 00 00"),
+		hx("83 68 02 6d 80000000 6d 00000000"),
+		hx("83 6d ffffffff 00"),
+		hx("83 6d 80000000 00"),
+		hx("83 4d 80000000 03 00"),
+		hx("83 6c 80000000 61 01 6a"),
+		hx("83 69 80000000 61 01"),
+		hx("83 74 80000000 61 01 61 01"),
+		hx("83 6f 80000000 00 01"),
+		hx("83 68 01 6f ffffffff 00 01"),
+		hx("83 50 80000000 789c"),
+		hx("83 70 ffffffff 01" + strings.Repeat("00", 24) + "80000000"),
+	} {
+		_, err := Decode(b)
+		var de *DecodeError
+		if !errors.As(err, &de) {
+			t.Errorf("Decode(%x): %v, want a *DecodeError", b, err)
+		}
+		if err := Validate(b); !errors.As(err, &de) {
+			t.Errorf("Validate(%x): %v", b, err)
+		}
+		if _, err := DecodeOne(b); !errors.As(err, &de) {
+			t.Errorf("DecodeOne(%x): %v", b, err)
+		}
+		if _, err := bd.Decode(b); !errors.As(err, &de) {
+			t.Errorf("BatchDecoder.Decode(%x): %v", b, err)
+		}
+		if _, err := DecodeBody(b[1:]); !errors.As(err, &de) {
+			t.Errorf("DecodeBody(%x): %v", b[1:], err)
+		}
+		if _, ok := Phash2Body(b[1:]); ok {
+			t.Errorf("Phash2Body(%x) hashes it", b[1:])
+		}
+		if _, ok := CompareBodies(b[1:], b[1:]); ok {
+			t.Errorf("CompareBodies(%x) compares it", b[1:])
+		}
+		for pos := 1; pos <= 2; pos++ {
+			if _, end, ok := TupleElement(b, pos); ok && end > len(b) {
+				t.Errorf("TupleElement(%x, %d) ends at %d", b, pos, end)
+			}
+		}
+	}
 }

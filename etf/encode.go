@@ -186,7 +186,7 @@ func appendBig(b []byte, x *BigInt) ([]byte, error) {
 		return appendInt(b, x.v.Int64()), nil
 	}
 	n := (x.v.BitLen() + 7) / 8
-	if n > math.MaxUint32 {
+	if uint64(n) > math.MaxUint32 {
 		return b, eerr("integer too large")
 	}
 	sign := byte(b2i(x.v.Sign() < 0))

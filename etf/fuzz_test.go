@@ -29,10 +29,20 @@ func fuzzSeeds(f *testing.F) {
 }
 
 // FuzzDecode: Decode never panics, and every failure is a *DecodeError;
-// DecodeOne gives the same term, as a slice of one, or the same error.
+// DecodeOne gives the same term, as a slice of one, or the same error;
+// and every other walker agrees with Decode (walkerVerdict).
 func FuzzDecode(f *testing.F) {
 	fuzzSeeds(f)
+	for _, c := range limitCases() {
+		if len(c.enc) < 1<<12 {
+			f.Add(c.enc)
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		var bd BatchDecoder
+		if _, problems := walkerVerdict(&bd, b); len(problems) > 0 {
+			t.Fatal(problems[0])
+		}
 		term, err := Decode(b)
 		one, oerr := DecodeOne(b)
 		if (err == nil) != (oerr == nil) || (err != nil && err.Error() != oerr.Error()) {

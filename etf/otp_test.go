@@ -188,49 +188,11 @@ func TestOTPOpaque(t *testing.T) {
 	for i := range terms {
 		for j := range terms {
 			want := int(int8(out[i][4+j]))
-			if hasLocalFun(terms[i]) || hasLocalFun(terms[j]) {
-				continue // fun order is documented as approximate
-			}
 			if got := Compare(terms[i], terms[j]); got != want {
 				t.Errorf("Compare(%x, %x) = %d, OTP %d", out[i][4+n:], out[j][4+n:], got, want)
 			}
 		}
 	}
-}
-
-// hasLocalFun reports whether t contains a fun or export, whose order we
-// do not reproduce.
-func hasLocalFun(t Term) bool {
-	switch v := t.(type) {
-	case *Opaque:
-		return v.Type() == TypeFun
-	case Tuple:
-		for _, e := range v {
-			if hasLocalFun(e) {
-				return true
-			}
-		}
-	case List:
-		for _, e := range v {
-			if hasLocalFun(e) {
-				return true
-			}
-		}
-	case *ImproperList:
-		for _, e := range v.Elems {
-			if hasLocalFun(e) {
-				return true
-			}
-		}
-		return hasLocalFun(v.Tail)
-	case Map:
-		for _, p := range v {
-			if hasLocalFun(p.Key) || hasLocalFun(p.Value) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // TestOTPEdgeEncodings checks hand-picked encodings whose OTP bytes are

@@ -219,9 +219,11 @@ func hashBig(x *BigInt, h uint32) uint32 {
 	return h
 }
 
-func hashBits(data []byte, nbits int, h uint32) uint32 {
-	full := nbits / 8
-	rem := nbits % 8
+// hashBits hashes the first nbits bits of data (int64: 8 times a length
+// overflows int on 32-bit platforms).
+func hashBits(data []byte, nbits int64, h uint32) uint32 {
+	full := int(nbits / 8)
+	rem := int(nbits % 8)
 	con := hconst13 + h
 	if nbits == 0 {
 		return con
@@ -256,7 +258,7 @@ func hash2(t Term, h uint32) uint32 {
 		u := math.Float64bits(f)
 		return uint32Hash2(uint32(u>>32), uint32(u), hconst12, h)
 	case Binary:
-		return hashBits(v, 8*len(v), h)
+		return hashBits(v, 8*int64(len(v)), h)
 	case Bitstring:
 		data, n := bitsOf(v)
 		return hashBits(data, n, h)
@@ -413,10 +415,15 @@ func hashOpaque(raw []byte, h uint32) uint32 {
 	case tagExport:
 		mod, err1 := d.atom()
 		fun, err2 := d.atom()
-		if err1 != nil || err2 != nil || len(d.b)-d.off != 2 {
+		if err1 != nil || err2 != nil {
 			return fallback()
 		}
-		h = uint32Hash2(uint32(d.b[d.off+1]), atomHash(string(mod)), hconst, h)
+		arity, err := d.smallInt("export arity", 0)
+		if err != nil || d.off != len(d.b) {
+			return fallback()
+		}
+		// OTP keeps the arity in 32 bits.
+		h = uint32Hash2(uint32(arity), atomHash(string(mod)), hconst, h)
 		return uint32Hash(atomHash(string(fun)), hconst14, h)
 	case tagNewFun:
 		if len(d.b) < 1+4+1+16+4+4 {
@@ -440,7 +447,7 @@ func hashOpaque(raw []byte, h uint32) uint32 {
 				oldUniq = uint32(n)
 			}
 		}
-		if err := d.opaqueOf(0, "fun pid", tagPid, tagNewPid); err != nil {
+		if err := d.skip(0); err != nil { // the creator pid
 			return fallback()
 		}
 		h = uint32Hash2(numFree, atomHash(string(mod)), hconst, h)

@@ -21,7 +21,8 @@ import (
 // Validate reports whether b is a complete external term that Decode
 // accepts, returning the error Decode would return. It builds no terms
 // except for maps (checked for duplicate keys by decoding them), FLOAT_EXT
-// text and compressed input, which it hands to the decoder.
+// text, the integer fields of exports and funs, and compressed input,
+// which it hands to the decoder.
 func Validate(b []byte) error {
 	if _, _, ok := flatShape(b, math.MaxUint32); ok {
 		return nil // the commonest dets object, {Binary, Binary}, and kin
@@ -114,20 +115,9 @@ func (d *decoder) skip(depth int) error {
 	case tagInteger:
 		return fixed(4, "INTEGER_EXT")
 	case tagSmallBig, tagLargeBig:
-		var n uint64
-		if tag == tagSmallBig {
-			if err := d.need(2, "SMALL_BIG_EXT"); err != nil {
-				return err
-			}
-			n = uint64(d.u8())
-		} else {
-			if err := d.need(5, "LARGE_BIG_EXT"); err != nil {
-				return err
-			}
-			n = uint64(d.u32())
-		}
-		d.off++ // sign
-		return fixed(n, "bignum magnitude")
+		n, _, err := d.bigHeader(tag)
+		d.off += n
+		return err
 	case tagNewFloat:
 		if err := d.need(8, "NEW_FLOAT_EXT"); err != nil {
 			return err
@@ -142,17 +132,8 @@ func (d *decoder) skip(depth int) error {
 		return err
 	case tagAtom, tagSmallAtom, tagAtomUTF8, tagSmallAtomUTF8:
 		d.off = start
-		name, latin1, err := d.atomBytes()
-		if err != nil || latin1 {
-			return err
-		}
-		if !utf8.Valid(name) {
-			return d.errf(start, "atom text is not valid UTF-8")
-		}
-		if len(name) > maxAtomChars && utf8.RuneCount(name) > maxAtomChars {
-			return d.errf(start, "atom longer than %d characters", maxAtomChars)
-		}
-		return nil
+		_, _, err := d.atomName()
+		return err
 	case tagSmallTuple, tagLargeTuple:
 		var n uint64
 		if tag == tagSmallTuple {
@@ -209,6 +190,8 @@ func (d *decoder) skip(depth int) error {
 		return d.skipOpaque(depth)
 	case tagAtomCacheRef:
 		return d.errf(start, "ATOM_CACHE_REF is only valid in distribution messages")
+	case tagAtomInternalRef2, tagAtomInternalRef3:
+		return d.errf(start, "%s", internalRefReason)
 	case tagCompressed:
 		return d.errf(start, "compressed term not at top level")
 	case tagVersion:
@@ -277,7 +260,7 @@ func hashBody(b []byte, h uint32, depth int) (uint32, int, bool) {
 		if n > uint64(len(b)-5) {
 			return 0, 0, false
 		}
-		return hashBits(b[5:5+n], 8*int(n), h), 5 + int(n), true
+		return hashBits(b[5:5+n], 8*int64(n), h), 5 + int(n), true
 	case tagNil:
 		return hashNil(h), 1, true
 	case tagSmallAtomUTF8, tagAtomUTF8, tagSmallAtom, tagAtom:

@@ -324,3 +324,10 @@ const (
 	tagSmallAtomUTF8  = 119
 	tagV4Port         = 120
 )
+
+// Indexes into a running node's atom table, which OTP uses only inside
+// itself (decode refuses them: they name nothing in a file).
+const (
+	tagAtomInternalRef2 = 73
+	tagAtomInternalRef3 = 75
+)
