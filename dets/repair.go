@@ -96,13 +96,6 @@ type RepairStats struct {
 	ExternalSort   bool  // the index spilled to PATH.TMP.sort
 }
 
-// repairMemEntries bounds the index held in memory (16 bytes each, so 32 MiB);
-// larger indexes are sorted externally. A variable so tests can force the
-// external path.
-var repairMemEntries = repairMemEntriesMax
-
-const repairMemEntriesMax = 2 << 20
-
 // repairParams says what to rebuild.
 type repairParams struct {
 	fs       FS
@@ -112,6 +105,7 @@ type repairParams struct {
 	minSlots uint32 // 0: from the header, else 256
 	maxSlots uint32 // 0: from the header, else 32Mi
 	progress func(RepairProgress)
+	tune     tuning
 }
 
 func tmpPath(path string) string  { return path + ".TMP" }
@@ -173,7 +167,8 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 	}
 
 	// Scan into the index.
-	idx := &entryIndex{fs: p.fs, path: sortPath(p.path), limit: repairMemEntries}
+	idx := &entryIndex{fs: p.fs, path: sortPath(p.path), limit: p.tune.repairMemEntries,
+		twoLevelMax: p.tune.slotOrderTwoLevelMax}
 	if hint > 0 {
 		// The header's object count (possibly stale) sizes the index.
 		idx.mem = make([]repairEntry, 0, min(hint+hint/8+1024, int64(idx.limit)))
@@ -181,7 +176,7 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 	defer idx.cleanup()
 	var sketch hll
 	sc := &scanner{data: data, kind: kind, keyPos: keyPos, maxSz: maxSz, guard: guard,
-		splitCap: idx.limit / 4, splitHint: int(hint/2 + hint/16)}
+		splitMin: p.tune.parallelScanMin, splitCap: idx.limit / 4, splitHint: int(hint/2 + hint/16)}
 	sc.emit = func(e repairEntry) error {
 		sketch.add(e.hash)
 		return idx.add(e)
@@ -224,13 +219,13 @@ func repairTable(p repairParams) (st RepairStats, err error) {
 	// Large in-memory indexes are built by two goroutines, each taking
 	// a contiguous half of the slots.
 	its, bounds := []entryIter{it}, []uint32{0}
-	if oi, ok := it.(*orderIter); ok && oi.end-oi.i >= parallelBuildMin && runtime.GOMAXPROCS(0) > 1 {
+	if oi, ok := it.(*orderIter); ok && oi.end-oi.i >= p.tune.parallelBuildMin && runtime.GOMAXPROCS(0) > 1 {
 		its, bounds = oi.split()
-		if len(its) > 1 {
-			repairSplitBuilds.Add(1)
+		if len(its) > 1 && p.tune.buildSplit != nil {
+			p.tune.buildSplit()
 		}
 	}
-	w, err := newTableWriter(out, kind, keyPos, m, n, minS, maxS, chunkFor(size), bounds)
+	w, err := newTableWriter(out, kind, keyPos, m, n, minS, maxS, chunkFor(size), bounds, p.tune.earlySyncBytes)
 	if err != nil {
 		out.Close()
 		p.fs.Remove(tmp)
@@ -493,14 +488,15 @@ type entryIter interface {
 // entryIndex collects the scan's entries, spilling them to a file beside the
 // table when there are more than limit.
 type entryIndex struct {
-	fs      FS
-	path    string
-	limit   int
-	mem     []repairEntry
-	spill   File
-	spilled bool
-	nSpill  int64
-	buf     []byte
+	fs          FS
+	path        string
+	limit       int
+	twoLevelMax int // slotOrder's
+	mem         []repairEntry
+	spill       File
+	spilled     bool
+	nSpill      int64
+	buf         []byte
 }
 
 const entrySize = 16
@@ -561,7 +557,7 @@ func (x *entryIndex) cleanup() {
 // below nslots. data is the old file, which the entries point into.
 func (x *entryIndex) sorted(slot func(repairEntry) uint32, nslots uint32, data []byte) (entryIter, error) {
 	if !x.spilled {
-		if offs, ends, ok := slotOrder(x.mem, slot, nslots); ok {
+		if offs, ends, ok := slotOrder(x.mem, slot, nslots, x.twoLevelMax); ok {
 			// The order holds all the build needs, so the index
 			// itself can go.
 			x.mem = nil
@@ -633,19 +629,19 @@ func (x *entryIndex) sorted(slot func(repairEntry) uint32, nslots uint32, data [
 // when es is not in offset order, an offset does not fit 32 bits, or the
 // slot table would be much larger than the index.
 //
-// Up to slotOrderTwoLevelMax entries the sort has two levels: (slot, off)
+// Up to twoLevelMax entries the sort has two levels: (slot, off)
 // pairs are distributed over at most 1<<slotOrderBits ranges of slots, and
 // each range is then ordered with counters that fit in the CPU's caches.
 // One counting sort over all the slots at once spends most of its time in
 // cache misses on its counters and its output (1M entries: 165 ms against
-// 35). The pairs take 8 bytes an entry more; above slotOrderTwoLevelMax the
+// 35). The pairs take 8 bytes an entry more; above twoLevelMax the
 // one-level sort keeps the peak memory of an in-memory sort as it was.
-func slotOrder(es []repairEntry, slot func(repairEntry) uint32, nslots uint32) (offs, ends []uint32, ok bool) {
+func slotOrder(es []repairEntry, slot func(repairEntry) uint32, nslots uint32, twoLevelMax int) (offs, ends []uint32, ok bool) {
 	if len(es) == 0 || len(es) > math.MaxUint32 || uint64(nslots) > 4*uint64(len(es))+1<<16 {
 		return nil, nil, false
 	}
 	// One level counts by slot, in ends; two count by range first.
-	twoLevel := len(es) <= slotOrderTwoLevelMax
+	twoLevel := len(es) <= twoLevelMax
 	ends = make([]uint32, nslots)
 	cnt, shift := ends, 0
 	var rangeCnt [1 << slotOrderBits]uint32
@@ -705,10 +701,6 @@ func toStarts(cnt []uint32, base uint32) {
 
 // slotOrderBits is log2 of slotOrder's number of slot ranges.
 const slotOrderBits = 11
-
-// slotOrderTwoLevelMax: see slotOrder. A variable so tests can take the
-// one-level sort.
-var slotOrderTwoLevelMax = repairMemEntriesMax / 2
 
 // orderIter yields the entries offs[i:end] of a slotOrder, the first of
 // them in slot s or later.
@@ -791,16 +783,6 @@ func (o *orderIter) split() ([]entryIter, []uint32) {
 	b := &orderIter{data: o.data, offs: o.offs, ends: o.ends, i: k, end: o.end, s: mid}
 	return []entryIter{a, b}, []uint32{0, mid}
 }
-
-// parallelBuildMin: smaller indexes are built by one goroutine, where the
-// second goroutine's start and the shared end of the file cost more than
-// they save (at 100k objects the split was 0-18% faster in six
-// interleaved runs on a quiet two-core machine). A variable so tests can
-// split small tables.
-var parallelBuildMin = 1 << 16
-
-// repairSplitBuilds counts the builds that ran on two goroutines (for tests).
-var repairSplitBuilds atomic.Int64
 
 const (
 	prefetchBatch = 32
@@ -896,7 +878,7 @@ var repairFile = func(path string, opts Options, h *header) error {
 }
 
 func paramsFor(path string, opts Options, progress func(RepairProgress)) repairParams {
-	p := repairParams{fs: opts.FS, path: path, kind: opts.Kind, keyPos: opts.KeyPos, progress: progress}
+	p := repairParams{fs: opts.FS, path: path, kind: opts.Kind, keyPos: opts.KeyPos, progress: progress, tune: opts.tuned()}
 	if lo, hi, err := opts.slotBounds(); err == nil {
 		if opts.MinSlots > 0 {
 			p.minSlots = lo

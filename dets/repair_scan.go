@@ -69,10 +69,6 @@ const (
 	splitMarks = 1 << 12 // probes the helper records
 )
 
-// parallelScanMin: smaller files are scanned by one goroutine. A variable
-// so tests can split small files.
-var parallelScanMin int64 = 4 << 20
-
 // repairEntry is the compact per-object index the rebuild sorts: 16 bytes
 // per object, whatever the object's size.
 type repairEntry struct {
@@ -102,9 +98,10 @@ type scanner struct {
 
 	cands []scanCand // scratch, reused per bucket
 
-	// Split scan (runSplit): entries the helper may hold, and the
-	// expected number it finds (to size its buffer). splitCap 0 disables
-	// the split.
+	// Split scan (runSplit): the smallest file split (tune.parallelScanMin),
+	// the entries the helper may hold, and the expected number it finds
+	// (to size its buffer). splitCap 0 disables the split.
+	splitMin            int64
 	splitCap, splitHint int
 	out                 []repairEntry // the helper's findings
 }
@@ -125,7 +122,7 @@ type scanCand struct {
 func (s *scanner) run() error {
 	size := int64(len(s.data))
 	p := int64(baseAddr)
-	if size >= parallelScanMin && s.splitCap > 0 && runtime.GOMAXPROCS(0) > 1 {
+	if size >= s.splitMin && s.splitCap > 0 && runtime.GOMAXPROCS(0) > 1 {
 		var err error
 		if p, err = s.runSplit(); err != nil {
 			return err

@@ -116,7 +116,7 @@ func chunkFor(size int64) int64 {
 
 // newTableWriter prepares the layout. bounds are the placers' first slots,
 // each a multiple of slotsPerSeg, the first 0 and all below m+n.
-func newTableWriter(f File, kind Kind, keyPos int, m, n, minS, maxS uint32, chunk int64, bounds []uint32) (*tableWriter, error) {
+func newTableWriter(f File, kind Kind, keyPos int, m, n, minS, maxS uint32, chunk int64, bounds []uint32, syncEvery int64) (*tableWriter, error) {
 	next := int64(m) + int64(n)
 	nSegs := next / slotsPerSeg
 	nParts := (nSegs + segsPerPart - 1) / segsPerPart
@@ -147,7 +147,7 @@ func newTableWriter(f File, kind Kind, keyPos int, m, n, minS, maxS uint32, chun
 	// chunk/2) and placer, plus a few in flight, so take never waits for
 	// ever; two segment buffers per placer.
 	np := len(w.placers)
-	w.aw = newAsyncWriter(f, np*log2ceil(chunk)+chunkSpare, int(chunk), 2*np, segBatch*segmentSize)
+	w.aw = newAsyncWriter(f, np*log2ceil(chunk)+chunkSpare, int(chunk), 2*np, segBatch*segmentSize, syncEvery)
 	for _, p := range w.placers {
 		p.segBuf = w.aw.take(segStream)[:segBatch*segmentSize]
 		clear(p.segBuf)
@@ -581,7 +581,7 @@ const (
 // submit may be called from several goroutines; close from one, once they
 // are done.
 //
-// After every earlySyncBytes written, a third goroutine fsyncs the file
+// After every syncEvery bytes written (tune.earlySyncBytes), a third goroutine fsyncs the file
 // while the writes go on. The caller's fsync at the end is what makes the
 // file durable, but its cost is the data still to be flushed (on a virtual
 // disk, the host's cache too, which writeback alone does not empty): the
@@ -591,25 +591,21 @@ const (
 // fsync fails the writer: the kernel reports a write-back error once per
 // descriptor, so the final fsync might not see it again.
 type asyncWriter struct {
-	f      File
-	jobs   chan writeJob
-	free   [numStreams]chan []byte // capacity: the stream's buffer limit
-	mu     sync.Mutex              // guards made
-	made   [numStreams]int         // buffers made so far
-	size   [numStreams]int         // their capacity
-	done   chan struct{}
-	errMu  sync.Mutex
-	err    error // the first failure, of a write or an early fsync
-	failed atomic.Bool
-	closed bool
-	kick   chan struct{} // asks for an early fsync; closed by loop when it ends
-	synced chan struct{} // closed when the early fsyncs are over
+	f         File
+	syncEvery int64
+	jobs      chan writeJob
+	free      [numStreams]chan []byte // capacity: the stream's buffer limit
+	mu        sync.Mutex              // guards made
+	made      [numStreams]int         // buffers made so far
+	size      [numStreams]int         // their capacity
+	done      chan struct{}
+	errMu     sync.Mutex
+	err       error // the first failure, of a write or an early fsync
+	failed    atomic.Bool
+	closed    bool
+	kick      chan struct{} // asks for an early fsync; closed by loop when it ends
+	synced    chan struct{} // closed when the early fsyncs are over
 }
-
-// earlySyncBytes is the amount written between early fsyncs (2, 4, 8 and
-// 16 MiB measured about the same). A variable so tests can make every
-// write kick one.
-var earlySyncBytes int64 = 4 << 20
 
 type writeJob struct {
 	b      []byte
@@ -617,8 +613,8 @@ type writeJob struct {
 	stream int
 }
 
-func newAsyncWriter(f File, nBuf, bufSize, nSeg, segSize int) *asyncWriter {
-	aw := &asyncWriter{f: f, jobs: make(chan writeJob, nBuf+nSeg), done: make(chan struct{}),
+func newAsyncWriter(f File, nBuf, bufSize, nSeg, segSize int, syncEvery int64) *asyncWriter {
+	aw := &asyncWriter{f: f, syncEvery: syncEvery, jobs: make(chan writeJob, nBuf+nSeg), done: make(chan struct{}),
 		kick: make(chan struct{}, 1), synced: make(chan struct{})}
 	aw.free[bucketStream] = make(chan []byte, nBuf)
 	aw.free[segStream] = make(chan []byte, nSeg)
@@ -638,7 +634,7 @@ func (aw *asyncWriter) loop() {
 				aw.fail(err)
 			}
 			startWriteback(aw.f, j.off, int64(len(j.b)))
-			if unsynced += int64(len(j.b)); unsynced >= earlySyncBytes {
+			if unsynced += int64(len(j.b)); unsynced >= aw.syncEvery {
 				unsynced = 0
 				select {
 				case aw.kick <- struct{}{}:
