@@ -45,7 +45,7 @@ import (
 //	   is in the state before or after it, and every object in both states
 //	   survives. duplicate_bag copy counts are not checked inside an
 //	   operation: a crash during a bucket move leaves two ACTIVE copies that
-//	   otp9 cannot tell apart (repair.go, documented caveat).
+//	   otp9 cannot tell apart (docs/repair.md §3).
 //	   In torn512-junk (sectors may turn to zeros or noise) a junk header
 //	   sector may make both opens refuse the file with a typed error, which
 //	   then stays byte-identical.
