@@ -97,8 +97,8 @@ func TestInitTableEmpty(t *testing.T) {
 // goroutines (run it with -race).
 func TestConcurrentUse(t *testing.T) { forScanWindows(t, testConcurrentUse) }
 
-func testConcurrentUse(t *testing.T) {
-	tab := openT(t, tmpFile(t, "c.dets"), Options{Kind: Bag})
+func testConcurrentUse(t *testing.T, windows func(Options) Options) {
+	tab := openT(t, tmpFile(t, "c.dets"), windows(Options{Kind: Bag}))
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)

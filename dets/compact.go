@@ -32,16 +32,12 @@ package dets
 // says ACTIVE with a size of that class and the slot of its first key points
 // exactly at it, which no bytes inside another bucket or a segment can fake.
 
-// tailCompaction is off only in tests that need files fragmented as OTP
-// leaves them.
-var tailCompaction = true
-
 // compactTail moves top blocks down (see above) and lowers t.fileEnd to
 // the end of the data that is left. It runs in save, on a dirty table.
 func (t *Table) compactTail() error {
 	budget := t.freedSinceSave
 	defer func() { t.freedSinceSave = 0 }()
-	if t.kind == DuplicateBag || !tailCompaction {
+	if t.kind == DuplicateBag || t.tune.noTailCompaction {
 		return nil
 	}
 	for budget > 0 {
@@ -122,7 +118,9 @@ func (t *Table) moveTopTable(end int64) (moved bool, err error) {
 	}
 	repoint(uint32(ptr))
 	t.bud.freeBlock(a, segmentSize)
-	t.moved++
+	if f := t.tune.blockMoved; f != nil {
+		f()
+	}
 	return true, nil
 }
 
@@ -228,6 +226,8 @@ func (t *Table) moveBucket(top topBucket, ptr int64) error {
 	if err := t.freeBucket(top.e); err != nil {
 		return err
 	}
-	t.moved++
+	if f := t.tune.blockMoved; f != nil {
+		f()
+	}
 	return t.setEntry(top.slot, slotEntry{top.e.size, uint32(ptr)})
 }

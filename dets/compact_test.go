@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/godets/godets/etf"
@@ -19,11 +20,13 @@ import (
 // data ends exactly where that bucket ends, and the table is intact.
 // duplicate_bag tables are left as they are.
 func TestCompactTailFixedPoint(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(uint64(testSeed(t)), 0))
 	for _, kind := range rpKinds {
 		t.Run(kind.String(), func(t *testing.T) {
 			path := tmpFile(t, "c.dets")
 			tab := mustOpen(t, path, Options{Kind: kind})
+			moved := countMoves(tab)
 			m := newRPModel(kind)
 			for i := range 5000 {
 				k := i // first distinct keys, as bench.Build inserts them
@@ -41,10 +44,10 @@ func TestCompactTailFixedPoint(t *testing.T) {
 				t.Fatal(err)
 			}
 			if kind == DuplicateBag {
-				if tab.moved != 0 {
-					t.Fatalf("a duplicate_bag table had %d buckets moved", tab.moved)
+				if moved.Load() != 0 {
+					t.Fatalf("a duplicate_bag table had %d buckets moved", moved.Load())
 				}
-			} else if kind == Set && tab.moved == 0 {
+			} else if kind == Set && moved.Load() == 0 {
 				t.Fatal("the close moved no bucket; single inserts leave holes, so it should")
 			}
 			ro := openT(t, path, Options{ReadOnly: true})
@@ -82,6 +85,7 @@ func TestCompactTailFixedPoint(t *testing.T) {
 // buckets, in every crashfs mode, recover exactly the synced objects (the
 // checks of TestCrashImages).
 func TestCompactTailCrash(t *testing.T) {
+	t.Parallel()
 	seed := uint64(testSeed(t))
 	for _, kind := range []Kind{Set, Bag} {
 		t.Run(kind.String(), func(t *testing.T) {
@@ -90,6 +94,7 @@ func TestCompactTailCrash(t *testing.T) {
 			var steps []ckStep
 			var cfs *crashfs.FS
 			var tab *Table
+			var moved *atomic.Int64
 			for attempt := range 20 {
 				r = rand.New(rand.NewPCG(seed, uint64(kind)<<8|uint64(attempt)))
 				var ops []ckOp
@@ -104,16 +109,17 @@ func TestCompactTailCrash(t *testing.T) {
 				cfs = crashfs.New()
 				var failAt int
 				var err error
-				steps, tab, failAt, err = ckRun(t, cfs, kind, ops)
+				moved = new(atomic.Int64)
+				steps, tab, failAt, err = ckRun(t, cfs, kind, ops, func(tn *tuning) { tn.blockMoved = func() { moved.Add(1) } })
 				if err != nil {
 					t.Fatalf("seed %d/%d: workload failed at step %d: %v", seed, attempt, failAt, err)
 				}
-				if tab.moved > 0 {
+				if moved.Load() > 0 {
 					break
 				}
 				tab.Close()
 			}
-			if tab.moved == 0 {
+			if moved.Load() == 0 {
 				t.Fatalf("seed %d: no workload's sync moved a block", seed)
 			}
 			tab.Close()
@@ -125,21 +131,16 @@ func TestCompactTailCrash(t *testing.T) {
 					ckImage(t, cfs.Image(k, mode, r), steps, k, mode, &st[mi], what)
 				}
 			}
-			t.Logf("%d buckets moved; %d crash points in the sync", tab.moved, last.end-last.start+1)
+			t.Logf("%d buckets moved; %d crash points in the sync", moved.Load(), last.end-last.start+1)
 		})
 	}
-}
-
-// withoutTailCompaction turns compactTail off for the rest of the test.
-func withoutTailCompaction(t *testing.T) {
-	tailCompaction = false
-	t.Cleanup(func() { tailCompaction = true })
 }
 
 // TestCompactTailAgainstOTPSize: the same inserts, overwrites and deletes
 // give a file no larger than OTP's (interop), and smaller than without the
 // compacting save.
 func TestCompactTailAgainstOTPSize(t *testing.T) {
+	t.Parallel()
 	r := otptest.Erl(t)
 	rng := rand.New(rand.NewPCG(uint64(testSeed(t)), 3))
 	for _, kind := range []Kind{Set, Bag} {
@@ -151,9 +152,9 @@ func TestCompactTailAgainstOTPSize(t *testing.T) {
 		for k := 0; k < 1000; k += 3 {
 			ops = append(ops, etf.Tuple{etf.Atom("d"), etf.Int(k)})
 		}
-		goSize := func(name string) int64 {
+		goSize := func(name string, opts Options) int64 {
 			path := filepath.Join(dir, name)
-			tab := mustOpen(t, path, Options{Kind: kind})
+			tab := mustOpen(t, path, opts)
 			for _, op := range ops {
 				var err error
 				if o := op.(etf.Tuple); o[0] == etf.Atom("i") {
@@ -174,12 +175,8 @@ func TestCompactTailAgainstOTPSize(t *testing.T) {
 			}
 			return fi.Size()
 		}
-		compacted := goSize("go.dets")
-		plain := func() int64 {
-			tailCompaction = false
-			defer func() { tailCompaction = true }()
-			return goSize("plain.dets")
-		}()
+		compacted := goSize("go.dets", Options{Kind: kind})
+		plain := goSize("plain.dets", withTuning(Options{Kind: kind}, func(tn *tuning) { tn.noTailCompaction = true }))
 
 		enc, err := etf.Encode(ops)
 		if err != nil {
@@ -208,8 +205,10 @@ ok = dets:close(T),
 // godets and for OTP (interop). The
 // allocator is steered so that growth puts the new segment on top.
 func TestCompactTailMovesSegment(t *testing.T) {
+	t.Parallel()
 	path := tmpFile(t, "seg.dets")
 	tab := mustOpen(t, path, Options{})
+	moved := countMoves(tab)
 	obj := func(i, pad int) etf.Term { return tup(etf.Int(i), etf.Binary(make([]byte, pad))) }
 	for i := range 250 {
 		if err := tab.Insert(obj(i, 3000)); err != nil { // 4 KiB blocks
@@ -267,7 +266,7 @@ func TestCompactTailMovesSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 	if int64(tab.segs[1]) >= seg {
-		t.Fatalf("the top segment stayed at %d (moved %d blocks)", seg, tab.moved)
+		t.Fatalf("the top segment stayed at %d (moved %d blocks)", seg, moved.Load())
 	}
 	ro := openT(t, path, Options{ReadOnly: true})
 	for i := range 300 {

@@ -45,7 +45,7 @@ import (
 //	   is in the state before or after it, and every object in both states
 //	   survives. duplicate_bag copy counts are not checked inside an
 //	   operation: a crash during a bucket move leaves two ACTIVE copies that
-//	   otp9 cannot tell apart (repair.go, documented caveat).
+//	   otp9 cannot tell apart (docs/repair.md §3).
 //	   In torn512-junk (sectors may turn to zeros or noise) a junk header
 //	   sector may make both opens refuse the file with a typed error, which
 //	   then stays byte-identical.
@@ -155,8 +155,9 @@ type ckStep struct {
 
 // ckRun runs ops on a table in cfs (which must hold no table yet: step 0
 // is the create) and returns the steps and the first error with its step
-// index (-1 if none). After an error it stops.
-func ckRun(t testing.TB, cfs *crashfs.FS, kind Kind, ops []ckOp) (steps []ckStep, tab *Table, failAt int, ferr error) {
+// index (-1 if none). After an error it stops. tune, if given, alters the
+// table's tuning.
+func ckRun(t testing.TB, cfs *crashfs.FS, kind Kind, ops []ckOp, tune ...func(*tuning)) (steps []ckStep, tab *Table, failAt int, ferr error) {
 	tr := mdl.NewTracker(mdl.Kind(kind), 1)
 	fsys := ckFS{cfs}
 	snapshot := func(op ckOp, start int, pre, saved *mdl.Model, save bool) ckStep {
@@ -167,7 +168,11 @@ func ckRun(t testing.TB, cfs *crashfs.FS, kind Kind, ops []ckOp) (steps []ckStep
 		return ckStep{op: op, start: start, end: cfs.Ops(), pre: pre, post: tr.Cur.Clone(), savedBefore: saved, isSave: save, ever: ever}
 	}
 	start := cfs.Ops()
-	tab, err := Open(ckPath, Options{Kind: kind, FS: fsys, Durability: ckDurability})
+	opts := Options{Kind: kind, FS: fsys, Durability: ckDurability}
+	for _, change := range tune {
+		opts = withTuning(opts, change)
+	}
+	tab, err := Open(ckPath, opts)
 	steps = append(steps, snapshot(ckOp{what: "create"}, start, tr.Cur.Clone(), tr.Synced, false))
 	if err != nil {
 		return steps, nil, 0, err

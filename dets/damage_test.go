@@ -580,18 +580,21 @@ func (f rpFaultFile) Truncate(n int64) error {
 // complete new one, and a second repair completes it and leaves no
 // temporary file. The external sort is forced so that its file is covered.
 func TestRepairCrashSafety(t *testing.T) {
-	setForTest(t, &repairMemEntries, 50)
+	t.Parallel()
+	external := withTuning(Options{}, func(tn *tuning) { tn.repairMemEntries = 50 })
 	r := rand.New(rand.NewPCG(rpSeed(t), 6))
 	for _, kind := range rpKinds {
 		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 400)
 		want := m.sorted()
 		clean := newRPMemFS()
 		clean.put("t.dets", img)
-		if _, err := Repair("t.dets", Options{FS: clean}, nil); err != nil {
+		opts := external
+		opts.FS = clean
+		if _, err := Repair("t.dets", opts, nil); err != nil {
 			t.Fatal(err)
 		}
 		repaired := clean.get("t.dets")
-		rpEachFault(t, kind, img, want, func(ffs *rpFaultFS) {
+		rpEachFault(t, kind, img, want, external, func(ffs *rpFaultFS) {
 			if !bytes.Equal(ffs.get("t.dets"), repaired) {
 				t.Fatalf("%s: the repair is not deterministic", kind)
 			}
@@ -603,16 +606,18 @@ func TestRepairCrashSafety(t *testing.T) {
 	}
 }
 
-// rpEachFault repairs img stopped at its n-th mutating step, for n = 1, 2,
-// ... until a repair runs to its end, which finished checks. Each stopped
-// repair must return the fault and leave a file that left accepts; a
-// second repair must then give want and leave no temporary file.
-func rpEachFault(t *testing.T, kind Kind, img []byte, want []string, finished func(*rpFaultFS), left func(*rpFaultFS, int)) {
+// rpEachFault repairs img with opts (its FS replaced) stopped at its n-th
+// mutating step, for n = 1, 2, ... until a repair runs to its end, which
+// finished checks. Each stopped repair must return the fault and leave a
+// file that left accepts; a second repair must then give want and leave no
+// temporary file.
+func rpEachFault(t *testing.T, kind Kind, img []byte, want []string, opts Options, finished func(*rpFaultFS), left func(*rpFaultFS, int)) {
 	t.Helper()
 	for n := 1; ; n++ {
 		ffs := &rpFaultFS{rpMemFS: newRPMemFS(), n: n}
 		ffs.put("t.dets", img)
-		_, err := Repair("t.dets", Options{FS: ffs}, nil)
+		opts.FS = ffs
+		_, err := Repair("t.dets", opts, nil)
 		if err == nil {
 			finished(ffs)
 			t.Logf("%s: the repair has %d mutating steps", kind, n-1)
@@ -623,7 +628,7 @@ func rpEachFault(t *testing.T, kind Kind, img []byte, want []string, finished fu
 		}
 		left(ffs, n)
 		ffs.n = 0
-		if _, err := Repair("t.dets", Options{FS: ffs}, nil); err != nil {
+		if _, err := Repair("t.dets", opts, nil); err != nil {
 			t.Fatalf("%s: repair after a fault at step %d: %v", kind, n, err)
 		}
 		if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
@@ -639,24 +644,23 @@ func rpEachFault(t *testing.T, kind Kind, img []byte, want []string, finished fu
 // TestRepairExternalSort runs the external-sort path and compares it with
 // the in-memory one on the same file.
 func TestRepairExternalSort(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(rpSeed(t), 7))
 	for _, kind := range rpKinds {
 		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 3000)
 		for _, limit := range []int{7, 1000, 1 << 20} {
-			old := repairMemEntries
-			repairMemEntries = limit
 			mfs := newRPMemFS()
 			mfs.put("t.dets", img)
 			var last RepairProgress
 			var calls int
-			st, err := Repair("t.dets", Options{FS: mfs}, func(p RepairProgress) {
+			opts := withTuning(Options{FS: mfs}, func(tn *tuning) { tn.repairMemEntries = limit })
+			st, err := Repair("t.dets", opts, func(p RepairProgress) {
 				if p.BytesScanned < last.BytesScanned || (p.Phase == last.Phase && p.Objects < last.Objects) {
 					t.Errorf("progress went backwards: %+v after %+v", p, last)
 				}
 				last = p
 				calls++
 			})
-			repairMemEntries = old
 			if calls < 2 || last.Phase != "write" || last.BytesScanned != int64(len(img)) || last.Objects != st.Objects {
 				t.Errorf("last progress report %+v after %d calls; stats %+v", last, calls, st)
 			}

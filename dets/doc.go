@@ -47,6 +47,19 @@
 //	    refuses buckets larger than the largest counted class).
 //	I6  Parts, segments, buckets and free blocks tile the area from 1336.
 //
+// # Repair
+//
+// A file that was not closed properly, or that is damaged, is rebuilt beside
+// itself from the objects the old file still proves whole, and the result is
+// renamed over it (Repair; Open with AutoRepair or ForceRepair). A repair
+// runs five stages: scan, size, sort, build, replace. Its memory is bounded
+// whatever the file's size: the objects stay in a read-only map of the old
+// file, and the heap holds an index of 16 bytes an object up to 2Mi objects,
+// beyond which the index is sorted externally in a file beside the table.
+// Repair's documentation gives the stages, the rules that decide which
+// objects are kept and the memory each stage takes; docs/repair.md has the
+// whole algorithm, and how it differs from OTP's.
+//
 // # Decisions
 //
 //   - The zero RepairMode is NoRepair: a library must not rewrite a file

@@ -55,9 +55,6 @@ const (
 	numParts     = 256
 	baseAddr     = 1336 // = 312 + 4*256, the default buddy base
 
-	headReadSize = baseAddr + partSize // open reads this much at once: header, part table, part 0
-	maxTailRead  = 64 << 10            // free-list areas up to this size are read with the trailer
-
 	slotsPerSeg     = 256
 	slotEntrySize   = 8                           // <<Size:32, Ptr:32>>
 	segmentSize     = slotsPerSeg * slotEntrySize // 2048

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,33 @@ func setForTest[T any](t testing.TB, v *T, x T) {
 	old := *v
 	*v = x
 	t.Cleanup(func() { *v = old })
+}
+
+// withTuning returns opts with its tuning (defaultTuning unless set), as
+// change alters it, in force for the table and its repairs: a test sets
+// its own thresholds, not the package's, so that it can run in parallel
+// with others.
+func withTuning(opts Options, change func(*tuning)) Options {
+	tn := opts.tuned()
+	change(&tn)
+	opts.tune = &tn
+	return opts
+}
+
+// countMoves counts the blocks compactTail moves in tab from now on.
+func countMoves(tab *Table) *atomic.Int64 {
+	n := new(atomic.Int64)
+	tab.mu.Lock()
+	tab.tune.blockMoved = func() { n.Add(1) }
+	tab.mu.Unlock()
+	return n
+}
+
+// countSplits makes the repairs run with opts count the builds that ran on
+// two goroutines into the result.
+func countSplits(opts Options) (Options, *atomic.Int64) {
+	n := new(atomic.Int64)
+	return withTuning(opts, func(tn *tuning) { tn.buildSplit = func() { n.Add(1) } }), n
 }
 
 // openT opens a table and registers a cleanup that runs Check, then Close.

@@ -198,18 +198,14 @@ func mapCopyFunc(fn func()) (ok bool) {
 	return true
 }
 
-// touchMin: in a smaller file the buckets are mostly in the CPU's caches
-// already, and touching them first only adds work (2-6% slower inserts
-// at 10k objects, 2.5 MB). A variable so tests can touch small files.
-var touchMin int64 = 8 << 20
-
 // touchBuckets loads one byte per cache line of each bucket of es in the
 // map: a loop of independent loads, whose cache misses overlap, where
 // reading the buckets one after another (as growth does, 256 of them at
-// random places) would wait for each miss in turn. A fault ends it
-// quietly; the reads that follow report it.
+// random places) would wait for each miss in turn. Files below
+// tune.touchMin are not touched. A fault ends it quietly; the reads that
+// follow report it.
 func (t *Table) touchBuckets(es []slotEntry) {
-	if t.mm == nil || t.fileEnd < touchMin {
+	if t.mm == nil || t.fileEnd < t.tune.touchMin {
 		return
 	}
 	end := min(t.size, int64(len(t.mm)))

@@ -77,6 +77,7 @@ func truncationTable(t *testing.T, n int) (string, *Table) {
 // whose reads go through the map: the lookup must fail with ErrCorrupt (the
 // vanished page raises SIGBUS, turned into a fallback to pread), not crash.
 func TestMappedReadOfTruncatedFile(t *testing.T) {
+	t.Parallel()
 	path, tab := truncationTable(t, 2000)
 	for i := range 2 * mapAfterOps {
 		if _, err := tab.Lookup(etf.Int(i)); err != nil {
@@ -96,8 +97,8 @@ func TestMappedReadOfTruncatedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Growth's prefetch of a segment's buckets stops quietly at the fault.
-	setForTest(t, &touchMin, 0)
 	tab.mu.Lock()
+	tab.tune.touchMin = 0
 	tab.touchBuckets(seg[:])
 	tab.mu.Unlock()
 	failed := 0

@@ -133,6 +133,10 @@ type Options struct {
 	// Progress, when set, receives reports while Open repairs or compacts
 	// the file. It runs on the opening goroutine and must be quick.
 	Progress func(RepairProgress)
+
+	// tune, when set, replaces defaultTuning for this table and its
+	// repairs (tests only).
+	tune *tuning
 }
 
 // slotBounds returns the effective min and max slot counts.

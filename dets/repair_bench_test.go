@@ -65,7 +65,6 @@ func BenchmarkRepairFile(b *testing.B) {
 // files, including when the helper stops early for lack of room.
 func TestRepairSplitScanMatches(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(testSeed(t)), 7))
-	setForTest(t, &parallelScanMin, 0)
 	procs := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
 	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
 
@@ -197,13 +196,12 @@ func BenchmarkSlotOrder(b *testing.B) {
 		slot := func(e repairEntry) uint32 { return slotOf(e.hash, m, nn) }
 		for _, levels := range []int{1, 2} {
 			b.Run(fmt.Sprintf("n=%d/levels=%d", n, levels), func(b *testing.B) {
-				if levels == 1 {
-					setForTest(b, &slotOrderTwoLevelMax, 0)
-				} else {
-					setForTest(b, &slotOrderTwoLevelMax, n)
+				twoLevelMax := 0
+				if levels == 2 {
+					twoLevelMax = n
 				}
 				for b.Loop() {
-					if _, _, ok := slotOrder(es, slot, nslots); !ok {
+					if _, _, ok := slotOrder(es, slot, nslots, twoLevelMax); !ok {
 						b.Fatal("no slot order")
 					}
 				}

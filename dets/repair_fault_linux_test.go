@@ -109,11 +109,9 @@ func TestRepairSparseFileOnFullDisk(t *testing.T) {
 	rfCheckFullDiskError(t, "Repair", err)
 	unchanged("Repair")
 	// The same with the scan split: its helper goroutine meets the hole.
-	setForTest(t, &parallelScanMin, 0)
-	_, err = Repair(path, Options{}, nil)
+	_, err = Repair(path, withTuning(Options{}, func(tn *tuning) { tn.parallelScanMin = 0 }), nil)
 	rfCheckFullDiskError(t, "Repair with a split scan", err)
 	unchanged("Repair with a split scan")
-	setForTest(t, &parallelScanMin, 4<<20)
 
 	tab, err := Open(path, Options{Repair: AutoRepair})
 	if err == nil {
@@ -163,6 +161,7 @@ func TestRepairSparseFileOnFullDisk(t *testing.T) {
 // sort) must fail with a *MapFaultError wrapping io.ErrUnexpectedEOF,
 // remove its temporary files and leave the file as the truncation left it.
 func TestRepairSourceTruncatedMidway(t *testing.T) {
+	t.Parallel()
 	img, _ := rfDirtyImage(t, 3000)
 	for _, c := range []struct {
 		name            string
@@ -173,8 +172,9 @@ func TestRepairSourceTruncatedMidway(t *testing.T) {
 		{"external", 1 << 16, 1000},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			setForTest(t, &parallelBuildMin, c.parallel)
-			setForTest(t, &repairMemEntries, c.limit)
+			opts, splits := countSplits(withTuning(Options{}, func(tn *tuning) {
+				tn.parallelBuildMin, tn.repairMemEntries = c.parallel, c.limit
+			}))
 			dir := t.TempDir()
 			path := filepath.Join(dir, "t.dets")
 			rpWriteFile(t, path, img)
@@ -187,9 +187,8 @@ func TestRepairSourceTruncatedMidway(t *testing.T) {
 					}
 				}
 			}
-			splits := repairSplitBuilds.Load()
-			_, err := Repair(path, Options{}, progress)
-			if split := repairSplitBuilds.Load() > splits; split != (c.name == "split") {
+			_, err := Repair(path, opts, progress)
+			if split := splits.Load() > 0; split != (c.name == "split") {
 				t.Fatalf("the build ran on two goroutines: %v", split)
 			}
 			var mf *MapFaultError

@@ -11,56 +11,6 @@ import (
 	"github.com/godets/godets/etf"
 )
 
-// The repair scan (docs/repair.md §2) walks the buddy area of a
-// damaged file and finds every ACTIVE bucket whose bytes can be trusted,
-// without looking at the segment array or the free lists.
-//
-// Every block of the buddy area starts at 1336 + 16*i (the base is 1336 or a
-// later address that is 1336 plus a multiple of 2048, and no block is smaller
-// than 16 bytes), so the scan probes those addresses only:
-//
-//	probe p:  <<Size:32, ACTIVE:32, Body:(Size-8)/binary>>
-//	          Size >= 8, p+Size <= EOF, Size <= the largest plausible bucket
-//
-// "Proven whole". OTP keeps a bucket only when every object in it decodes,
-// and drops the whole bucket (every key of the slot) otherwise. We keep each
-// object that can be proven whole, which we define as:
-//
-//  1. its length field and its content agree: the bytes decode as exactly
-//     one external term that ends where the length field says, and the term
-//     is a tuple with at least KeyPos elements;
-//  2. its start is confirmed: either every object before it in the bucket is
-//     itself proven whole (a chain of agreeing lengths from the bucket
-//     header), or the length fields of the whole bucket (and of its key
-//     groups, for bags) tile the body exactly up to the bucket's Size, so the
-//     damage was confined to the content of some other object;
-//  3. in a bag or duplicate_bag key group, its key equals the key of the
-//     strict majority of the group's proven objects;
-//  4. its key's phash2 agrees in the low 8 bits with the strict majority of
-//     the bucket's proven objects (all keys of one slot share those bits,
-//     since every table has at least 256 slots);
-//  5. its end is confirmed: the bucket's framing tiles, or the object is
-//     followed by another that rule 1 proves. Damage that begins in an
-//     object's last bytes and runs on often leaves that object decoding
-//     to exactly its length ({K, A, K} read as {K, A, 0}: zeros are a
-//     valid integer), and breaks the framing right after it; OTP then
-//     drops the whole bucket, and so the object, whose value the table
-//     never held, must not be kept either.
-//
-// otp9 objects carry no checksum, so a change inside an object that still
-// decodes to a term of the same length (a flipped digit of an integer, a
-// changed byte of a binary) cannot be detected; such an object is kept as
-// it now reads. The same holds for damage that begins in the last object
-// of a bucket and runs on past the bucket's end, or that ends inside the
-// zero high bytes of the next object's size prefix: the framing is intact
-// (OTP keeps such objects too). Native-format files would close this gap
-// with per-object checksums.
-//
-// After a bucket whose framing tiles its body, the scan jumps to the end of
-// its power-of-two block, as OTP does; after any other probe it moves on by
-// 16 bytes (or past the proven prefix), so buckets after a damaged one are
-// still found.
-
 const (
 	scanStep    = 16    // OTP's BUMP
 	minObjSize  = 4 + 4 // <<ObjSz:32>> plus the smallest tuple encoding 131,104,1,106
@@ -68,10 +18,6 @@ const (
 
 	splitMarks = 1 << 12 // probes the helper records
 )
-
-// parallelScanMin: smaller files are scanned by one goroutine. A variable
-// so tests can split small files.
-var parallelScanMin int64 = 4 << 20
 
 // repairEntry is the compact per-object index the rebuild sorts: 16 bytes
 // per object, whatever the object's size.
@@ -86,10 +32,37 @@ type scanStats struct {
 	buckets        int64 // ACTIVE probes whose framing tiled the body
 	partial        int64 // ACTIVE probes from which only some objects were kept
 	objects        int64 // objects kept
-	droppedObjects int64 // framed objects rejected by rules 1-4
+	droppedObjects int64 // framed objects the rules of proof rejected
 }
 
-// scanner holds the state of one scan over data, the whole file.
+// scanner holds the state of one scan over data, the whole file: the scan
+// stage of a repair (docs/repair.md §2). It walks the buddy area and finds
+// every ACTIVE bucket whose bytes can be trusted, without looking at the
+// segment array or the free lists.
+//
+// Every block of the buddy area starts at 1336 + 16*i (the base is 1336 or
+// a later address that is 1336 plus a multiple of 2048, and no block is
+// smaller than 16 bytes), so the scan probes those addresses only:
+//
+//	probe p:  <<Size:32, ACTIVE:32, Body:(Size-8)/binary>>
+//	          Size >= 8, p+Size <= EOF, Size <= maxSz
+//
+// Of a probe's objects it keeps those proven whole, by the five rules of
+// Repair's doc. Rule 5 is there because damage that begins in an object's
+// last bytes and runs on often leaves that object decoding to exactly its
+// length ({K, A, K} read as {K, A, 0}: zeros are a valid integer) and breaks
+// the framing right after it; OTP then drops the whole bucket, so the
+// object, whose value the table never held, must not be kept either. What
+// the rules cannot catch: a change inside an object that still decodes to a
+// term of the same length, damage that begins in the last object of a
+// bucket and runs on past the bucket's end, or that ends inside the zero
+// high bytes of the next object's size prefix: the framing is intact (OTP
+// keeps such objects too).
+//
+// After a bucket whose framing tiles its body, the scan jumps to the end of
+// its power-of-two block, as OTP does; after any other probe it moves on by
+// 16 bytes (or past the proven prefix), so buckets after a damaged one are
+// still found.
 type scanner struct {
 	data   []byte
 	kind   Kind
@@ -102,9 +75,10 @@ type scanner struct {
 
 	cands []scanCand // scratch, reused per bucket
 
-	// Split scan (runSplit): entries the helper may hold, and the
-	// expected number it finds (to size its buffer). splitCap 0 disables
-	// the split.
+	// Split scan (runSplit): the smallest file split (tune.parallelScanMin),
+	// the entries the helper may hold, and the expected number it finds
+	// (to size its buffer). splitCap 0 disables the split.
+	splitMin            int64
 	splitCap, splitHint int
 	out                 []repairEntry // the helper's findings
 }
@@ -125,7 +99,7 @@ type scanCand struct {
 func (s *scanner) run() error {
 	size := int64(len(s.data))
 	p := int64(baseAddr)
-	if size >= parallelScanMin && s.splitCap > 0 && runtime.GOMAXPROCS(0) > 1 {
+	if size >= s.splitMin && s.splitCap > 0 && runtime.GOMAXPROCS(0) > 1 {
 		var err error
 		if p, err = s.runSplit(); err != nil {
 			return err

@@ -454,8 +454,6 @@ func TestRepairParallelBuild(t *testing.T) {
 	r := rand.New(rand.NewPCG(rpSeed(t), 21))
 	procs := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
 	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
-	old := parallelBuildMin
-	t.Cleanup(func() { parallelBuildMin = old })
 	for _, kind := range rpKinds {
 		for _, n := range []int{300, 6000} {
 			t.Run(fmt.Sprintf("%s/%d", kind, n), func(t *testing.T) {
@@ -481,18 +479,17 @@ func TestRepairParallelBuild(t *testing.T) {
 				var got [2][]string
 				var stats [2]RepairStats
 				for i, min := range []int{1 << 62, 0} {
-					parallelBuildMin = min
+					opts, splits := countSplits(withTuning(Options{}, func(tn *tuning) { tn.parallelBuildMin = min }))
 					path := filepath.Join(dir, fmt.Sprintf("t%d.dets", i))
 					rpWriteFile(t, path, img)
-					before := repairSplitBuilds.Load()
 					var calls []int64 // unsynchronized: -race finds calls from two goroutines
-					st, err := Repair(path, Options{}, func(p RepairProgress) { calls = append(calls, p.Objects) })
+					st, err := Repair(path, opts, func(p RepairProgress) { calls = append(calls, p.Objects) })
 					if err != nil {
 						t.Fatalf("repair (parallelBuildMin %d): %v", min, err)
 					}
 					// 300 objects make a table of one segment, which
 					// cannot be divided.
-					if split := repairSplitBuilds.Load() > before; split != (min == 0 && n > 1000) {
+					if split := splits.Load() > 0; split != (min == 0 && n > 1000) {
 						t.Fatalf("parallelBuildMin %d, %d objects: build split %v", min, n, split)
 					}
 					if len(calls) == 0 {
@@ -518,14 +515,12 @@ func TestRepairParallelBuild(t *testing.T) {
 // together are the whole order, the boundary is a segment start, and every
 // entry lies on its side of it; with the two-level and the one-level sort.
 func TestRepairOrderSplit(t *testing.T) {
-	t.Run("two levels", testRepairOrderSplit)
-	t.Run("one level", func(t *testing.T) {
-		setForTest(t, &slotOrderTwoLevelMax, 0)
-		testRepairOrderSplit(t)
-	})
+	t.Parallel()
+	t.Run("two levels", func(t *testing.T) { testRepairOrderSplit(t, defaultTuning.slotOrderTwoLevelMax) })
+	t.Run("one level", func(t *testing.T) { testRepairOrderSplit(t, 0) })
 }
 
-func testRepairOrderSplit(t *testing.T) {
+func testRepairOrderSplit(t *testing.T, twoLevelMax int) {
 	r := rand.New(rand.NewPCG(rpSeed(t), 22))
 	for _, tc := range []struct{ entries, slots int }{{1, 256}, {10, 256}, {1000, 256}, {1000, 4096}, {5000, 3072}, {50000, 65536}, {3, 65536}, {300000, 1 << 20}} {
 		// A fake file: entry i's object is n bytes at off, framed by
@@ -541,7 +536,7 @@ func testRepairOrderSplit(t *testing.T) {
 		slot := func(e repairEntry) uint32 { return e.hash % uint32(tc.slots) }
 		want := slices.Clone(es)
 		slices.SortStableFunc(want, func(a, b repairEntry) int { return cmp.Compare(slot(a), slot(b)) })
-		offs, ends, ok := slotOrder(es, slot, uint32(tc.slots))
+		offs, ends, ok := slotOrder(es, slot, uint32(tc.slots), twoLevelMax)
 		if !ok {
 			t.Fatalf("%+v: no slot order", tc)
 		}
@@ -589,27 +584,28 @@ func testRepairOrderSplit(t *testing.T) {
 func TestRepairParallelBuildFaults(t *testing.T) {
 	procs := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
 	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
-	setForTest(t, &parallelBuildMin, 0)
+	twoBuilders := withTuning(Options{}, func(tn *tuning) { tn.parallelBuildMin = 0 })
 	r := rand.New(rand.NewPCG(rpSeed(t), 23))
 	for _, kind := range rpKinds {
 		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 4000)
 		want := m.sorted()
-		before := repairSplitBuilds.Load()
 		split := newRPMemFS()
 		split.put("t.dets", img)
-		if _, err := Repair("t.dets", Options{FS: split}, nil); err != nil || repairSplitBuilds.Load() == before {
+		opts, splits := countSplits(twoBuilders)
+		opts.FS = split
+		if _, err := Repair("t.dets", opts, nil); err != nil || splits.Load() == 0 {
 			t.Fatalf("%s: the build was not split (err %v)", kind, err)
 		}
-		rpEachFaultByContent(t, kind, img, want)
+		rpEachFaultByContent(t, kind, img, want, twoBuilders)
 	}
 }
 
 // rpEachFaultByContent is rpEachFault for repairs whose layout depends on
 // timing: a finished repair, or a stopped one that replaced the file, must
 // hold want.
-func rpEachFaultByContent(t *testing.T, kind Kind, img []byte, want []string) {
+func rpEachFaultByContent(t *testing.T, kind Kind, img []byte, want []string, opts Options) {
 	t.Helper()
-	rpEachFault(t, kind, img, want, func(ffs *rpFaultFS) {
+	rpEachFault(t, kind, img, want, opts, func(ffs *rpFaultFS) {
 		if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
 			t.Fatalf("%s: %d objects, want %d", kind, len(got), len(want))
 		}
@@ -628,7 +624,8 @@ func rpEachFaultByContent(t *testing.T, kind Kind, img []byte, want []string) {
 // succeeds (the kernel reports a write-back error once), and a fault at any
 // step, early fsyncs included, must leave the old file or the new one.
 func TestRepairEarlySync(t *testing.T) {
-	setForTest(t, &earlySyncBytes, 1)
+	t.Parallel()
+	everyWrite := withTuning(Options{}, func(tn *tuning) { tn.earlySyncBytes = 1 })
 	r := rand.New(rand.NewPCG(rpSeed(t), 29))
 	for _, kind := range rpKinds {
 		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 3000)
@@ -636,7 +633,9 @@ func TestRepairEarlySync(t *testing.T) {
 
 		mfs := newRPMemFS()
 		mfs.put("t.dets", img)
-		if _, err := Repair("t.dets", Options{FS: mfs}, nil); err != nil {
+		opts := everyWrite
+		opts.FS = mfs
+		if _, err := Repair("t.dets", opts, nil); err != nil {
 			t.Fatal(err)
 		}
 		var writes, syncsBetween, last int
@@ -663,7 +662,8 @@ func TestRepairEarlySync(t *testing.T) {
 		once := newRPMemFS()
 		once.put("t.dets", img)
 		once.Inject(crashfs.OpSync, 1, syscall.EIO, false)
-		if _, err := Repair("t.dets", Options{FS: once}, nil); !errors.Is(err, syscall.EIO) {
+		opts.FS = once
+		if _, err := Repair("t.dets", opts, nil); !errors.Is(err, syscall.EIO) {
 			t.Fatalf("%s: the first early fsync failed, and the repair returned %v", kind, err)
 		}
 		if !bytes.Equal(once.get("t.dets"), img) {
@@ -671,6 +671,6 @@ func TestRepairEarlySync(t *testing.T) {
 		}
 		rpMemNoTemps(t, once, kind.String())
 
-		rpEachFaultByContent(t, kind, img, want)
+		rpEachFaultByContent(t, kind, img, want, everyWrite)
 	}
 }

@@ -5,7 +5,139 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/godets/godets/etf"
 )
+
+// slotBuilder turns the sorted index into buckets, applying the kind's
+// insert rule to each slot's objects in file order (docs/repair.md §3):
+//   - set: the object latest in the file wins (OTP's rule). A crash can
+//     leave two ACTIVE copies of a bucket; the later one is usually, but not
+//     necessarily, the newer.
+//   - bag: identical objects (=:=) collapse to one, at the position of the
+//     last copy, as a re-insert would.
+//   - duplicate_bag: every copy is kept. When a crash interrupts the move of
+//     a bucket to another block, both copies can still be ACTIVE, and the
+//     slot's objects come back doubled (OTP has the same caveat): otp9
+//     objects carry no sequence number to tell the stale copy from a real
+//     duplicate.
+type slotBuilder struct {
+	data   []byte
+	kind   Kind
+	keyPos int
+	w      *placer
+	done   *atomic.Int64 // objects built by all builders
+	report func(objects int64)
+
+	groups  []group
+	slab    []object // objects of the current slot's groups
+	lone    bool     // groups holds one object, not yet keyed (see add)
+	loneOff uint64
+}
+
+func (b *slotBuilder) run(it entryIter) error {
+	cur := int64(-1)
+	var done int64
+	for {
+		e, es, ok, err := it.next()
+		if err != nil {
+			return err
+		}
+		s := int64(-1)
+		if ok {
+			s = int64(es)
+		}
+		if s != cur && cur >= 0 {
+			if err := b.flush(uint32(cur)); err != nil {
+				return err
+			}
+		}
+		if !ok {
+			return nil
+		}
+		cur = s
+		if err := b.add(e); err != nil {
+			return err
+		}
+		done++
+		if done%(1<<16) == 0 {
+			total := b.done.Add(1 << 16)
+			if b.report != nil {
+				b.report(total)
+			}
+		}
+	}
+}
+
+// add applies the kind's insert rule to the object of e, within the slot
+// being built.
+func (b *slotBuilder) add(e repairEntry) error {
+	if int64(e.off)+int64(e.n) > int64(len(b.data)) {
+		return fmt.Errorf("dets: repair index entry beyond the file")
+	}
+	enc := b.data[e.off : e.off+uint64(e.n)]
+	if len(b.groups) == 0 {
+		// The first object of the slot: its key is needed only if
+		// another object joins it, which at the usual load is not the
+		// case for a third of the slots.
+		b.slab = append(b.slab, object{enc: enc})
+		b.groups = append(b.groups, group{objs: b.slab[:1:1]})
+		b.lone, b.loneOff = true, e.off
+		return nil
+	}
+	if b.lone {
+		b.lone = false
+		first := b.groups[0].objs[0].enc
+		clear(b.groups)
+		b.groups = b.groups[:0]
+		clear(b.slab)
+		b.slab = b.slab[:0]
+		if err := b.insert(first, b.loneOff); err != nil {
+			return err
+		}
+	}
+	return b.insert(enc, e.off)
+}
+
+// insert applies the kind's insert rule to the object enc (at off in the
+// file) within the slot being built. The scan proved the object; it is
+// copied as raw bytes, and its key is compared through its encoding
+// (decoded only when the encodings alone cannot decide).
+func (b *slotBuilder) insert(enc []byte, off uint64) error {
+	o := object{enc: enc, kenc: keySpan(enc, b.keyPos)}
+	var k etf.Term
+	if o.kenc == nil {
+		t, err := decodeTerm(enc)
+		if err != nil {
+			return fmt.Errorf("dets: repair: object at %d no longer decodes: %w", off, err)
+		}
+		o.term = t
+		k, _ = keyOf(t, b.keyPos)
+	}
+	b.groups, _, _ = applyInsertSlab(b.kind, b.groups, k, o, b.keyPos, &b.slab)
+	return nil
+}
+
+func (b *slotBuilder) flush(slot uint32) error {
+	nobj := 0
+	for _, g := range b.groups {
+		nobj += len(g.objs)
+	}
+	// The bucket is encoded straight into the writer's buffer.
+	size := bucketSize(b.kind, b.groups)
+	dst, err := b.w.addBucket(slot, size, len(b.groups), nobj)
+	if err == nil {
+		if got := appendBucket(dst, b.kind, b.groups); int64(len(got)) != size {
+			err = fmt.Errorf("dets: repair: bucket of slot %d encoded to %d bytes, want %d", slot, len(got), size)
+		}
+	}
+	clear(b.groups)
+	b.groups = b.groups[:0]
+	clear(b.slab)
+	b.slab = b.slab[:0]
+	b.lone = false
+	return err
+}
 
 // tableWriter lays out a fresh closed table: header, parts at 1336, all
 // segments after them, then the buckets, each in a block of its
@@ -114,9 +246,12 @@ func chunkFor(size int64) int64 {
 	return c
 }
 
-// newTableWriter prepares the layout. bounds are the placers' first slots,
-// each a multiple of slotsPerSeg, the first 0 and all below m+n.
-func newTableWriter(f File, kind Kind, keyPos int, m, n, minS, maxS uint32, chunk int64, bounds []uint32) (*tableWriter, error) {
+// newTableWriter prepares the layout of the table that plan p decided, in
+// f. bounds are the placers' first slots, each a multiple of slotsPerSeg,
+// the first 0 and all below p.next.
+func newTableWriter(f File, p *repairPlan, bounds []uint32) (*tableWriter, error) {
+	kind, keyPos, m, n := p.kind, p.keyPos, p.m, p.n
+	minS, maxS, chunk := p.minSlots, p.maxSlots, chunkFor(p.size)
 	next := int64(m) + int64(n)
 	nSegs := next / slotsPerSeg
 	nParts := (nSegs + segsPerPart - 1) / segsPerPart
@@ -147,7 +282,7 @@ func newTableWriter(f File, kind Kind, keyPos int, m, n, minS, maxS uint32, chun
 	// chunk/2) and placer, plus a few in flight, so take never waits for
 	// ever; two segment buffers per placer.
 	np := len(w.placers)
-	w.aw = newAsyncWriter(f, np*log2ceil(chunk)+chunkSpare, int(chunk), 2*np, segBatch*segmentSize)
+	w.aw = newAsyncWriter(f, np*log2ceil(chunk)+chunkSpare, int(chunk), 2*np, segBatch*segmentSize, p.tune.earlySyncBytes)
 	for _, p := range w.placers {
 		p.segBuf = w.aw.take(segStream)[:segBatch*segmentSize]
 		clear(p.segBuf)
@@ -581,7 +716,7 @@ const (
 // submit may be called from several goroutines; close from one, once they
 // are done.
 //
-// After every earlySyncBytes written, a third goroutine fsyncs the file
+// After every syncEvery bytes written (tune.earlySyncBytes), a third goroutine fsyncs the file
 // while the writes go on. The caller's fsync at the end is what makes the
 // file durable, but its cost is the data still to be flushed (on a virtual
 // disk, the host's cache too, which writeback alone does not empty): the
@@ -591,25 +726,21 @@ const (
 // fsync fails the writer: the kernel reports a write-back error once per
 // descriptor, so the final fsync might not see it again.
 type asyncWriter struct {
-	f      File
-	jobs   chan writeJob
-	free   [numStreams]chan []byte // capacity: the stream's buffer limit
-	mu     sync.Mutex              // guards made
-	made   [numStreams]int         // buffers made so far
-	size   [numStreams]int         // their capacity
-	done   chan struct{}
-	errMu  sync.Mutex
-	err    error // the first failure, of a write or an early fsync
-	failed atomic.Bool
-	closed bool
-	kick   chan struct{} // asks for an early fsync; closed by loop when it ends
-	synced chan struct{} // closed when the early fsyncs are over
+	f         File
+	syncEvery int64
+	jobs      chan writeJob
+	free      [numStreams]chan []byte // capacity: the stream's buffer limit
+	mu        sync.Mutex              // guards made
+	made      [numStreams]int         // buffers made so far
+	size      [numStreams]int         // their capacity
+	done      chan struct{}
+	errMu     sync.Mutex
+	err       error // the first failure, of a write or an early fsync
+	failed    atomic.Bool
+	closed    bool
+	kick      chan struct{} // asks for an early fsync; closed by loop when it ends
+	synced    chan struct{} // closed when the early fsyncs are over
 }
-
-// earlySyncBytes is the amount written between early fsyncs (2, 4, 8 and
-// 16 MiB measured about the same). A variable so tests can make every
-// write kick one.
-var earlySyncBytes int64 = 4 << 20
 
 type writeJob struct {
 	b      []byte
@@ -617,8 +748,8 @@ type writeJob struct {
 	stream int
 }
 
-func newAsyncWriter(f File, nBuf, bufSize, nSeg, segSize int) *asyncWriter {
-	aw := &asyncWriter{f: f, jobs: make(chan writeJob, nBuf+nSeg), done: make(chan struct{}),
+func newAsyncWriter(f File, nBuf, bufSize, nSeg, segSize int, syncEvery int64) *asyncWriter {
+	aw := &asyncWriter{f: f, syncEvery: syncEvery, jobs: make(chan writeJob, nBuf+nSeg), done: make(chan struct{}),
 		kick: make(chan struct{}, 1), synced: make(chan struct{})}
 	aw.free[bucketStream] = make(chan []byte, nBuf)
 	aw.free[segStream] = make(chan []byte, nSeg)
@@ -638,7 +769,7 @@ func (aw *asyncWriter) loop() {
 				aw.fail(err)
 			}
 			startWriteback(aw.f, j.off, int64(len(j.b)))
-			if unsynced += int64(len(j.b)); unsynced >= earlySyncBytes {
+			if unsynced += int64(len(j.b)); unsynced >= aw.syncEvery {
 				unsynced = 0
 				select {
 				case aw.kick <- struct{}{}:

@@ -29,7 +29,7 @@ import (
 // sorts them by pointer and reads the buckets with few large preads: a
 // bucket starting at most scanGap bytes after the previous one joins its
 // read, up to scanRead bytes. A window spans about
-// scanWindowKeys buckets' worth of the file, so that its reads cover
+// tune.scanWindowKeys buckets' worth of the file, so that its reads cover
 // little besides its own buckets. Each read holds the lock and looks at
 // the slot entries again if the table changed since the window was
 // collected, so a moved bucket is read from where it is now (the slots of
@@ -61,13 +61,6 @@ const (
 	scanClassMask = 1<<scanClassBits - 1
 	scanSortDigit = 11 // bits per radix-sort pass (3 passes for 32 bits)
 )
-
-// scanWindowKeys is the number of buckets an address window is sized for,
-// from the table's average bytes per key; scanMax leaves room for a window
-// that holds more. Wider windows would mean fewer passes over the slot
-// entries (one per window), narrower ones less memory. A variable so tests
-// can take several windows of a small table.
-var scanWindowKeys int64 = scanSlots
 
 func scanPack(slot uint32, e slotEntry) uint64 {
 	return uint64(e.ptr)<<32 | uint64(bits.Len32(e.size-1))<<scanSlotBits | uint64(slot)
@@ -228,7 +221,7 @@ func (t *Table) scanCollect(st *scanState, w *scanWindow) (bool, error) {
 	if !w.slots {
 		if w.width == 0 {
 			keys := max(int64(t.h.noKeys), 1)
-			w.lo, w.width = baseAddr, max(scanRead, (t.fileEnd-baseAddr+keys-1)/keys*scanWindowKeys)
+			w.lo, w.width = baseAddr, max(scanRead, (t.fileEnd-baseAddr+keys-1)/keys*t.tune.scanWindowKeys)
 			w.changes = t.changes
 		}
 		if w.lo >= t.fileEnd {

@@ -96,8 +96,8 @@ func TestAllFileOrder(t *testing.T) {
 // many address windows).
 func TestAllWindows(t *testing.T) { forScanWindows(t, testAllWindows) }
 
-func testAllWindows(t *testing.T) {
-	tab := openT(t, tmpFile(t, "windows.dets"), Options{Kind: Bag, MinSlots: 4 * scanSlots})
+func testAllWindows(t *testing.T, windows func(Options) Options) {
+	tab := openT(t, tmpFile(t, "windows.dets"), windows(Options{Kind: Bag, MinSlots: 4 * scanSlots}))
 	want := map[string]int{}
 	var all []etf.Term
 	for i := range 3000 {
@@ -147,12 +147,12 @@ func testAllWindows(t *testing.T) {
 // it has more slots than keys).
 func TestAllConcurrentChanges(t *testing.T) { forScanWindows(t, testAllConcurrentChanges) }
 
-func testAllConcurrentChanges(t *testing.T) {
+func testAllConcurrentChanges(t *testing.T, windows func(Options) Options) {
 	seed := testSeed(t)
 	r := rand.New(rand.NewSource(seed))
 	for _, kind := range []Kind{Set, Bag} {
 		t.Run(kind.String(), func(t *testing.T) {
-			tab := openT(t, tmpFile(t, "conc.dets"), Options{Kind: kind, MinSlots: 8192})
+			tab := openT(t, tmpFile(t, "conc.dets"), windows(Options{Kind: kind, MinSlots: 8192}))
 			stable := map[etf.Int]int{} // key -> times seen
 			// About 2 MiB of buckets, so that the scan takes several reads
 			// and the churn moves buckets not read yet.
@@ -205,8 +205,8 @@ func testAllConcurrentChanges(t *testing.T) {
 // throughout is seen at least once.
 func TestAllGrowth(t *testing.T) { forScanWindows(t, testAllGrowth) }
 
-func testAllGrowth(t *testing.T) {
-	tab := openT(t, tmpFile(t, "grow.dets"), Options{})
+func testAllGrowth(t *testing.T, windows func(Options) Options) {
+	tab := openT(t, tmpFile(t, "grow.dets"), windows(Options{}))
 	want := map[string]bool{}
 	for i := range 1000 {
 		o := tup(etf.Int(i))
@@ -236,8 +236,8 @@ func testAllGrowth(t *testing.T) {
 // body ends the traversal cleanly; buckets not read yet are not seen.
 func TestAllDeleteAllObjects(t *testing.T) { forScanWindows(t, testAllDeleteAllObjects) }
 
-func testAllDeleteAllObjects(t *testing.T) {
-	tab := openT(t, tmpFile(t, "delall.dets"), Options{MinSlots: 256})
+func testAllDeleteAllObjects(t *testing.T, windows func(Options) Options) {
+	tab := openT(t, tmpFile(t, "delall.dets"), windows(Options{MinSlots: 256}))
 	const total = 20000 // about 5 MiB of buckets: many reads
 	pad := etf.Binary(make([]byte, 100))
 	for i := range total {
@@ -493,12 +493,17 @@ func TestAllCorruptLaterObject(t *testing.T) {
 }
 
 // forScanWindows runs a traversal test with the usual address windows and
-// with windows of a few dozen buckets, so that small tables take many.
-func forScanWindows(t *testing.T, test func(*testing.T)) {
-	t.Run("windows=default", test)
+// with windows of a few dozen buckets, so that small tables take many. The
+// test opens its table with windows(its options).
+func forScanWindows(t *testing.T, test func(t *testing.T, windows func(Options) Options)) {
+	t.Parallel()
+	t.Run("windows=default", func(t *testing.T) {
+		test(t, func(o Options) Options { return o })
+	})
 	t.Run("windows=small", func(t *testing.T) {
-		setForTest(t, &scanWindowKeys, 40)
-		test(t)
+		test(t, func(o Options) Options {
+			return withTuning(o, func(tn *tuning) { tn.scanWindowKeys = 40 })
+		})
 	})
 }
 

@@ -40,7 +40,6 @@ type Table struct {
 	hdrKeys    uint32                    // noKeys at the last header write
 
 	freedSinceSave int // buckets freed since the last save: compactTail's budget
-	moved          int // buckets compactTail moved (for tests)
 
 	head, tail []byte // file head and free-list area, only during load
 
@@ -61,6 +60,8 @@ type Table struct {
 	kbuf    []byte              // the encoding of the key of the operation under way
 	rbuf    []byte              // bucket read buffer, reused under mu
 	wbuf    []byte              // bucket write buffer, reused under mu
+
+	tune tuning // thresholds in force (tuning.go)
 }
 
 type slotEntry struct{ size, ptr uint32 }
@@ -163,7 +164,7 @@ func openExisting(fsys FS, path string, f File, opts *Options) (*Table, *repairR
 			return nil, nil, err
 		}
 	}
-	t := &Table{path: path, fsys: fsys, f: f, readOnly: opts.ReadOnly, durability: opts.Durability}
+	t := &Table{path: path, fsys: fsys, f: f, readOnly: opts.ReadOnly, durability: opts.Durability, tune: opts.tuned()}
 	released := writerReleases.Load()
 	size, fi, err := t.fileSize()
 	if err == nil {
@@ -187,6 +188,13 @@ func openExisting(fsys FS, path string, f File, opts *Options) (*Table, *repairR
 	}
 	return t, nil, nil
 }
+
+// Open's read sizes: choices of this implementation, not of the file
+// format (which is in format.go).
+const (
+	headReadSize = baseAddr + partSize // open reads this much at once: header, part table, part 0
+	maxTailRead  = 64 << 10            // free-list areas up to this size are read with the trailer
+)
 
 // readBufs holds buffers for open's first read and for segment reads, both
 // decoded before the buffer goes back.
@@ -385,7 +393,7 @@ func create(fsys FS, path string, opts *Options) (*Table, error) {
 	if keyPos == 0 {
 		keyPos = 1
 	}
-	t := &Table{path: path, fsys: fsys, f: f, kind: kind, keyPos: keyPos, durability: opts.Durability}
+	t := &Table{path: path, fsys: fsys, f: f, kind: kind, keyPos: keyPos, durability: opts.Durability, tune: opts.tuned()}
 	err = t.register(nil)
 	if err == nil {
 		err = t.initFile(lo, hi)

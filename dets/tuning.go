@@ -1,0 +1,70 @@
+package dets
+
+// tuning holds the thresholds at which the engine changes strategy. They
+// are choices of this implementation, not of the file format: changing one
+// changes speed or memory, never what a file holds. A Table and a repair
+// each carry their own copy, taken from Options.tune (defaultTuning when
+// that is nil), so that a test reaches a path on a small file by setting
+// its own table's thresholds, without changing what other tests that run
+// in parallel see.
+type tuning struct {
+	// repairMemEntries bounds the repair's index held in memory (16
+	// bytes an entry); a larger index is sorted externally in
+	// PATH.TMP.sort (docs/repair.md §5).
+	repairMemEntries int
+	// slotOrderTwoLevelMax: up to this many entries, slotOrder sorts in
+	// two levels (see there).
+	slotOrderTwoLevelMax int
+	// parallelBuildMin: a repair's smaller in-memory indexes are built by
+	// one goroutine, where the second goroutine's start and the shared
+	// end of the file cost more than they save (at 100k objects the split
+	// was 0-18% faster in six interleaved runs on a quiet two-core
+	// machine).
+	parallelBuildMin int
+	// parallelScanMin: smaller files are scanned by one goroutine in a
+	// repair (runSplit).
+	parallelScanMin int64
+	// earlySyncBytes is what the repair's writer writes between early
+	// fsyncs (2, 4, 8 and 16 MiB measured about the same; asyncWriter).
+	earlySyncBytes int64
+	// scanWindowKeys is the number of buckets an address window of All is
+	// sized for, from the table's average bytes per key (scan.go; scanMax
+	// leaves room for a window that holds more): wider windows mean fewer
+	// passes over the slot entries, narrower ones less memory.
+	scanWindowKeys int64
+	// touchMin: in a smaller file the buckets are mostly in the CPU's
+	// caches already, and touchBuckets would only add work (2-6% slower
+	// inserts at 10k objects, 2.5 MB).
+	touchMin int64
+	// noTailCompaction leaves the holes of copy-on-write in the file, as
+	// OTP's files have them (compact.go); only tests set it.
+	noTailCompaction bool
+
+	// Test hooks, nil in production: they count what leaves no trace in
+	// the file.
+	blockMoved func() // compactTail moved a block down
+	buildSplit func() // a repair's build ran on two goroutines
+}
+
+// defaultTuning is the tuning in force unless a test sets another.
+var defaultTuning = tuning{
+	repairMemEntries:     repairMemEntriesMax,
+	slotOrderTwoLevelMax: repairMemEntriesMax / 2,
+	parallelBuildMin:     1 << 16,
+	parallelScanMin:      4 << 20,
+	earlySyncBytes:       4 << 20,
+	scanWindowKeys:       scanSlots,
+	touchMin:             8 << 20,
+}
+
+// repairMemEntriesMax is the default bound of the repair's in-memory index:
+// 2Mi entries, 32 MiB.
+const repairMemEntriesMax = 2 << 20
+
+// tuned returns the tuning in force for o.
+func (o *Options) tuned() tuning {
+	if o.tune != nil {
+		return *o.tune
+	}
+	return defaultTuning
+}
