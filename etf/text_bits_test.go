@@ -1,0 +1,49 @@
+package etf
+
+// Tests of the bit-syntax writer.
+
+import (
+	"math"
+	"testing"
+)
+
+func TestFloat16(t *testing.T) {
+	// Every half-precision value converts back to its own bits, and values
+	// between two halves round to the nearer (even on a tie).
+	for h := 0; h < 1<<16; h++ {
+		exp := h >> 10 & 0x1F
+		if exp == 0x1F {
+			continue // infinities and NaNs
+		}
+		f := txtHalf(uint16(h))
+		if got := float16Bits(f); got != uint16(h) {
+			t.Fatalf("float16Bits(%v) = %#04x, want %#04x", f, got, h)
+		}
+		if h&0x7FFF == 0x7BFF || h&0x8000 != 0 {
+			continue
+		}
+		next := txtHalf(uint16(h + 1))
+		mid := (f + next) / 2
+		want := uint16(h)
+		if h&1 == 1 {
+			want++
+		}
+		if got := float16Bits(mid); got != want {
+			t.Fatalf("float16Bits(%v) (a tie) = %#04x, want %#04x", mid, got, want)
+		}
+	}
+}
+
+// txtHalf decodes IEEE half-precision bits.
+func txtHalf(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	exp := int(h >> 10 & 0x1F)
+	mant := float64(h & 0x3FF)
+	if exp == 0 {
+		return sign * math.Ldexp(mant, -24)
+	}
+	return sign * math.Ldexp(1+mant/1024, exp-15)
+}
