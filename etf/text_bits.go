@@ -11,11 +11,79 @@ import (
 )
 
 // segSpec is a binary segment's type specifier list, as erl_bits merges it.
+// The zero value of each field means the text left it unset.
 type segSpec struct {
-	typ    string // integer, float, binary, utf8, utf16, utf32; "" unset
-	unit   int    // 0 unset
-	signed string // signed, unsigned; "" unset
-	endian string // big, little, native; "" unset
+	typ    segType
+	unit   int // 0 unset
+	signed segSign
+	endian segEndian
+}
+
+// segType is a segment's type: integer, float, binary (also written bytes,
+// bitstring, bits) or one of the UTF encodings.
+type segType uint8
+
+const (
+	segTypeUnset segType = iota
+	segInteger
+	segFloat
+	segBinary
+	segUTF8
+	segUTF16
+	segUTF32
+)
+
+// String is the specifier as Erlang writes it, for error messages.
+func (t segType) String() string {
+	return [...]string{"", "integer", "float", "binary", "utf8", "utf16", "utf32"}[t]
+}
+
+// segSign is signed or unsigned; it changes no bits the writer produces
+// (the value is written modulo 2^size either way) but conflicts are errors.
+type segSign uint8
+
+const (
+	segSignUnset segSign = iota
+	segSigned
+	segUnsigned
+)
+
+func (s segSign) String() string { return [...]string{"", "signed", "unsigned"}[s] }
+
+// segEndian is the byte order; native is taken to be little.
+type segEndian uint8
+
+const (
+	segEndianUnset segEndian = iota
+	segBig
+	segLittle
+	segNative
+)
+
+func (e segEndian) String() string { return [...]string{"", "big", "little", "native"}[e] }
+
+// segWords are the specifier atoms and what each sets; bytes and bits set
+// a unit as well as the type.
+var segWords = map[string]segSpec{
+	"integer": {typ: segInteger}, "float": {typ: segFloat}, "binary": {typ: segBinary},
+	"utf8": {typ: segUTF8}, "utf16": {typ: segUTF16}, "utf32": {typ: segUTF32},
+	"bytes": {typ: segBinary, unit: 8}, "bitstring": {typ: segBinary, unit: 1}, "bits": {typ: segBinary, unit: 1},
+	"signed": {signed: segSigned}, "unsigned": {signed: segUnsigned},
+	"big": {endian: segBig}, "little": {endian: segLittle}, "native": {endian: segNative},
+}
+
+// setSpec sets one specifier field to v unless v is unset, refusing a
+// different earlier value.
+func setSpec[T comparable](field *T, v T) bool {
+	var unset T
+	if v == unset {
+		return true
+	}
+	if *field != unset && *field != v {
+		return false
+	}
+	*field = v
+	return true
 }
 
 func (p *parser) binary() (Term, error) {
@@ -135,13 +203,6 @@ func (p *parser) typeSpec(spec *segSpec) error {
 	if err := p.advance(); err != nil {
 		return err
 	}
-	set := func(field *string, v string) error {
-		if *field != "" && *field != v {
-			return p.errTok(&t, "conflicting type specifiers %s and %s", *field, v)
-		}
-		*field = v
-		return nil
-	}
 	setUnit := func(u int) error {
 		if spec.unit != 0 && spec.unit != u {
 			return p.errTok(&t, "conflicting units %d and %d", spec.unit, u)
@@ -165,25 +226,26 @@ func (p *parser) typeSpec(spec *segSpec) error {
 	if p.tok.is(":") {
 		return p.errTok(&t, "unknown type specifier %s:...", t.text)
 	}
-	switch t.text {
-	case "integer", "float", "binary", "utf8", "utf16", "utf32":
-		return set(&spec.typ, t.text)
-	case "bytes":
-		if err := set(&spec.typ, "binary"); err != nil {
-			return err
-		}
-		return setUnit(8)
-	case "bitstring", "bits":
-		if err := set(&spec.typ, "binary"); err != nil {
-			return err
-		}
-		return setUnit(1)
-	case "signed", "unsigned":
-		return set(&spec.signed, t.text)
-	case "big", "little", "native":
-		return set(&spec.endian, t.text)
+	word, ok := segWords[t.text]
+	if !ok {
+		return p.errTok(&t, "unknown type specifier %s", t.text)
 	}
-	return p.errTok(&t, "unknown type specifier %s", t.text)
+	conflict := func(old, v any) error {
+		return p.errTok(&t, "conflicting type specifiers %s and %s", old, v)
+	}
+	if old := spec.typ; !setSpec(&spec.typ, word.typ) {
+		return conflict(old, word.typ)
+	}
+	if old := spec.signed; !setSpec(&spec.signed, word.signed) {
+		return conflict(old, word.signed)
+	}
+	if old := spec.endian; !setSpec(&spec.endian, word.endian) {
+		return conflict(old, word.endian)
+	}
+	if word.unit != 0 {
+		return setUnit(word.unit)
+	}
+	return nil
 }
 
 // emit applies erl_bits' defaults and checks, then writes the segment.
@@ -191,22 +253,22 @@ func (p *parser) emit(w *bitWriter, at *token, spec segSpec, size Term, isStr bo
 	bad := func(format string, args ...any) error {
 		return p.errTok(at, "bad binary segment: "+format, args...)
 	}
-	if spec.typ == "" {
-		spec.typ = "integer"
+	if spec.typ == segTypeUnset {
+		spec.typ = segInteger
 	}
 	var all bool
 	var sz int64
 	switch s := size.(type) {
 	case nil:
 		switch spec.typ {
-		case "binary":
+		case segBinary:
 			all = true
-		case "integer", "float":
+		case segInteger, segFloat:
 			if spec.unit != 0 {
 				return bad("unit without size")
 			}
 			sz, spec.unit = 8, 1
-			if spec.typ == "float" {
+			if spec.typ == segFloat {
 				sz = 64
 			}
 		}
@@ -216,7 +278,7 @@ func (p *parser) emit(w *bitWriter, at *token, spec segSpec, size Term, isStr bo
 		}
 		sz = int64(min(s, maxSegmentBits+65)) // larger is refused below
 	case Atom:
-		if s != "all" || spec.typ != "binary" {
+		if s != "all" || spec.typ != segBinary {
 			return bad("size must be an integer")
 		}
 		all = true
@@ -224,11 +286,11 @@ func (p *parser) emit(w *bitWriter, at *token, spec segSpec, size Term, isStr bo
 		return bad("size must be a non-negative integer")
 	}
 	switch spec.typ {
-	case "utf8", "utf16", "utf32":
+	case segUTF8, segUTF16, segUTF32:
 		if size != nil || spec.unit != 0 {
 			return bad("%s takes no size or unit", spec.typ)
 		}
-	case "binary":
+	case segBinary:
 		if spec.unit == 0 {
 			spec.unit = 8
 		}
@@ -238,24 +300,24 @@ func (p *parser) emit(w *bitWriter, at *token, spec segSpec, size Term, isStr bo
 		}
 	}
 	nbits := sz * int64(spec.unit)
-	little := spec.endian == "little" || spec.endian == "native"
+	little := spec.endian == segLittle || spec.endian == segNative
 
 	one := func(w *bitWriter, v Term) error {
-		if excess := nbits - 64; !all && spec.typ != "binary" && excess > 0 {
+		if excess := nbits - 64; !all && spec.typ != segBinary && excess > 0 {
 			if excess > p.budget {
 				return bad("sized segments exceed %d bits", maxSegmentBits)
 			}
 			p.budget -= excess
 		}
 		switch spec.typ {
-		case "integer":
+		case segInteger:
 			switch v.(type) {
 			case Int, *BigInt:
 				w.writeInt(v, uint64(nbits), little)
 				return nil
 			}
 			return bad("integer segment needs an integer value")
-		case "float":
+		case segFloat:
 			var f float64
 			switch x := v.(type) {
 			case Int:
@@ -271,7 +333,7 @@ func (p *parser) emit(w *bitWriter, at *token, spec segSpec, size Term, isStr bo
 				return bad("float segment needs a number")
 			}
 			return w.writeFloat(f, nbits, little, bad)
-		case "binary":
+		case segBinary:
 			var b []byte
 			var n int
 			switch x := v.(type) {
@@ -447,15 +509,15 @@ func float16Bits(f float64) uint16 {
 	return sign | uint16(e)<<10 | uint16(m)
 }
 
-func (w *bitWriter) writeUTF(c rune, typ string, little bool) {
+func (w *bitWriter) writeUTF(c rune, typ segType, little bool) {
 	switch typ {
-	case "utf8":
+	case segUTF8:
 		var tmp [4]byte
 		n := utf8.EncodeRune(tmp[:], c)
 		for _, b := range tmp[:n] {
 			w.writeUint(uint64(b), 8)
 		}
-	case "utf16":
+	case segUTF16:
 		units := []uint16{uint16(c)}
 		if c >= 0x10000 {
 			c -= 0x10000

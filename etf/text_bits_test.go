@@ -4,6 +4,7 @@ package etf
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -46,4 +47,31 @@ func txtHalf(h uint16) float64 {
 		return sign * math.Ldexp(mant, -24)
 	}
 	return sign * math.Ldexp(1+mant/1024, exp-15)
+}
+
+// TestSegmentSpecMessages pins the wording of specifier errors, which name
+// the specifiers as the text spelled them (bytes and bits as binary).
+func TestSegmentSpecMessages(t *testing.T) {
+	cases := []struct{ text, msg string }{
+		{"<<1:8/big-little>>", "conflicting type specifiers big and little"},
+		{"<<1:8/integer-float>>", "conflicting type specifiers integer and float"},
+		{"<<1:8/signed-unsigned>>", "conflicting type specifiers signed and unsigned"},
+		{"<<<<1>>/bytes-utf8>>", "conflicting type specifiers binary and utf8"},
+		{"<<<<1>>/bytes-bits>>", "conflicting units 8 and 1"},
+		{"<<1/utf16-unit:8>>", "bad binary segment: utf16 takes no size or unit"},
+		{"<<-1/utf32>>", "bad binary segment: utf32 segment needs a Unicode code point"},
+		{"<<1/little-integer-unsigned-little>>", ""},
+		{"<<1/native-little>>", "conflicting type specifiers native and little"},
+		{"<<1/bogus>>", "unknown type specifier bogus"},
+		{"<<1/unit>>", "unknown type specifier unit"},
+	}
+	for _, c := range cases {
+		_, err := Parse(c.text)
+		switch {
+		case c.msg == "" && err != nil:
+			t.Errorf("Parse(%q): %v", c.text, err)
+		case c.msg != "" && (err == nil || !strings.Contains(err.Error(), c.msg)):
+			t.Errorf("Parse(%q) = %v, want an error containing %q", c.text, err, c.msg)
+		}
+	}
 }
