@@ -334,24 +334,18 @@ func (p *parser) emit(w *bitWriter, at *token, spec segSpec, size Term, isStr bo
 			}
 			return w.writeFloat(f, nbits, little, bad)
 		case segBinary:
-			var b []byte
-			var n int
-			switch x := v.(type) {
-			case Binary:
-				b, n = x, 8*len(x)
-			case Bitstring:
-				b, n = x.Bytes, 8*len(x.Bytes)-8+int(x.Bits) // well formed: built by this parser
-			default:
+			b, n, ok := valueBits(v)
+			if !ok {
 				return bad("binary segment needs a binary value")
 			}
 			if all {
-				if n%spec.unit != 0 {
+				if n%int64(spec.unit) != 0 {
 					return bad("binary of %d bits is not a multiple of unit %d", n, spec.unit)
 				}
 				w.writeBits(b, uint64(n))
 				return nil
 			}
-			if nbits > int64(n) {
+			if nbits > n {
 				return bad("size %d bits exceeds the %d-bit value", nbits, n)
 			}
 			w.writeBits(b, uint64(nbits))
@@ -378,6 +372,19 @@ func (p *parser) emit(w *bitWriter, at *token, spec segSpec, size Term, isStr bo
 		return nil
 	}
 	return one(w, val)
+}
+
+// valueBits returns the bytes of a binary segment's value and its length
+// in bits. The length is an int64 because 8*len overflows a 32-bit int
+// from 256 MiB on.
+func valueBits(v Term) ([]byte, int64, bool) {
+	switch x := v.(type) {
+	case Binary:
+		return x, 8 * int64(len(x)), true
+	case Bitstring: // well formed: built by this parser
+		return x.Bytes, 8*int64(len(x.Bytes)) - 8 + int64(x.Bits), true
+	}
+	return nil, 0, false
 }
 
 // bitWriter appends bits most significant first.

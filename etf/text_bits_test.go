@@ -75,3 +75,19 @@ func TestSegmentSpecMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestValueBitsLarge: a binary segment value of 256 MiB or more has 2^31
+// bits or more, which a 32-bit int cannot hold (GOARCH=386 shows it).
+func TestValueBitsLarge(t *testing.T) {
+	big := make(Binary, 1<<28) // fresh zero pages: cheap until touched
+	if _, n, ok := valueBits(big); !ok || n != 1<<31 {
+		t.Errorf("valueBits(256 MiB binary) = %d, %v; want %d", n, ok, int64(1)<<31)
+	}
+	bs := Bitstring{Bytes: big, Bits: 3}
+	if _, n, ok := valueBits(bs); !ok || n != 1<<31-5 {
+		t.Errorf("valueBits(256 MiB bitstring) = %d, %v; want %d", n, ok, int64(1)<<31-5)
+	}
+	if _, _, ok := valueBits(Int(1)); ok {
+		t.Error("valueBits(Int) reports a binary")
+	}
+}
