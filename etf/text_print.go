@@ -463,7 +463,11 @@ func (p *printer) opaque(o *Opaque) {
 		p.buf = append(p.buf, ':')
 		p.atom(f)
 		p.buf = append(p.buf, '/')
-		p.buf = strconv.AppendInt(p.buf, int64(arity), 10)
+		p.buf = strconv.AppendUint(p.buf, uint64(arity), 10)
+		if arity > 255 {
+			// erl writes it so too (~w), but neither erl nor Parse reads it.
+			p.bad("export arity over 255 has no text form", "")
+		}
 		return
 	}
 	name := "Opaque"
@@ -489,57 +493,20 @@ func (p *printer) opaque(o *Opaque) {
 }
 
 // exportParts splits the encoding of an external fun (fun M:F/A) into its
-// module, function and arity.
-func exportParts(raw []byte) (m, f string, arity int, ok bool) {
+// module, function and arity. It reads them as Compare does: the arity may
+// be any integer encoding, and OTP keeps its low 32 bits.
+func exportParts(raw []byte) (m, f string, arity uint32, ok bool) {
 	if len(raw) == 0 || raw[0] != tagExport {
 		return "", "", 0, false
 	}
-	rest := raw[1:]
-	if m, rest, ok = rawAtom(rest); !ok {
+	d := decoder{b: raw, off: 1}
+	mod, err1 := d.atom()
+	fun, err2 := d.atom()
+	a, err3 := d.smallInt("export arity", 0)
+	if err1 != nil || err2 != nil || err3 != nil || a < 0 || d.off != len(raw) {
 		return "", "", 0, false
 	}
-	if f, rest, ok = rawAtom(rest); !ok {
-		return "", "", 0, false
-	}
-	if len(rest) != 2 || rest[0] != tagSmallInteger {
-		return "", "", 0, false
-	}
-	return m, f, int(rest[1]), true
-}
-
-// rawAtom reads one atom encoding from the front of b.
-func rawAtom(b []byte) (string, []byte, bool) {
-	if len(b) < 2 {
-		return "", nil, false
-	}
-	var n, hdr int
-	switch b[0] {
-	case tagAtom, tagAtomUTF8:
-		if len(b) < 3 {
-			return "", nil, false
-		}
-		n, hdr = int(b[1])<<8|int(b[2]), 3
-	case tagSmallAtom, tagSmallAtomUTF8:
-		n, hdr = int(b[1]), 2
-	default:
-		return "", nil, false
-	}
-	if len(b)-hdr < n {
-		return "", nil, false
-	}
-	text := b[hdr : hdr+n]
-	switch b[0] {
-	case tagAtom, tagSmallAtom: // Latin-1
-		rs := make([]rune, len(text))
-		for i, c := range text {
-			rs[i] = rune(c)
-		}
-		return string(rs), b[hdr+n:], true
-	}
-	if !utf8.Valid(text) {
-		return "", nil, false
-	}
-	return string(text), b[hdr+n:], true
+	return string(mod), string(fun), uint32(a), true
 }
 
 // exportRaw is the encoding OTP 25's term_to_binary gives fun M:F/A: atoms

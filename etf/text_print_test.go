@@ -122,6 +122,16 @@ var formatCases = []struct {
 	{txtExport("lists", "map", 2), "fun lists:map/2"},
 	{&Opaque{Raw: []byte{113, 100, 0, 2, 'h', 233, 119, 3, 'x', 208, 128, 97, 2}}, "fun 'hé':'xЀ'/2"},
 	{txtExport("end", "Fun", 0), "fun 'end':'Fun'/0"},
+	// OTP reads an export's arity in any integer encoding (and writes it
+	// back as SMALL_INTEGER_EXT).
+	{txtExportArity(tagInteger, 0, 0, 0, 3), "fun m:f/3"},
+	{txtExportArity(tagSmallBig, 1, 0, 3), "fun m:f/3"},
+	{txtExportArity(tagSmallBig, 5, 0, 2, 0, 0, 0, 1), "fun m:f/2"}, // 2^32+2: OTP keeps 32 bits
+}
+
+// txtExportArity is fun m:f/A with the arity's encoding given byte by byte.
+func txtExportArity(arity ...byte) *Opaque {
+	return &Opaque{Raw: append([]byte{tagExport, tagAtom, 0, 1, 'm', tagAtom, 0, 1, 'f'}, arity...)}
 }
 
 func TestFormat(t *testing.T) {
@@ -176,6 +186,8 @@ func TestFormatStrictRefuses(t *testing.T) {
 		{"port", &Opaque{Raw: []byte{tagNewPort, 1}}, "#Port<5901>"},
 		{"local fun", &Opaque{Raw: []byte{tagNewFun, 0, 0}}, "#Fun<700000>"},
 		{"truncated export", &Opaque{Raw: []byte{tagExport, tagAtom, 0, 5, 'l'}}, "#Fun<71"},
+		{"export arity 300", txtExportArity(tagInteger, 0, 0, 1, 44), "fun m:f/300"},
+		{"export arity negative", txtExportArity(tagInteger, 0xff, 0xff, 0xff, 0xff), "#Fun<71"},
 		{"empty opaque", &Opaque{}, "#Opaque<>"},
 		{"nil opaque", (*Opaque)(nil), "#Invalid<nil>"},
 		{"nil term", nil, "#Invalid<nil>"},
