@@ -2,13 +2,11 @@ package etf
 
 import (
 	"encoding/binary"
-	"strings"
-	"unsafe"
 )
 
 // BatchDecoder decodes many terms (Decode), sharing backing arrays between
 // them: tuple elements, binaries' bytes, and the headers of boxed tuples
-// and binaries (see box.go), or all of these together for a pair of
+// and binaries (see unsafe.go), or all of these together for a pair of
 // binaries. Decoding a batch of small terms costs a small
 // fraction of an allocation per term: the dets engine's common object,
 // {Binary, Binary}, takes about 1/80 of one instead of Decode's 3.
@@ -50,7 +48,6 @@ func newChunk[T any](old []T, first int) []T {
 
 // newBytesChunk is newChunk for binaries' bytes, without zeroing them
 // first: every byte is written before a slice capped at it is handed out.
-// The zeroing was a fifteenth of a dets traversal.
 func newBytesChunk(old []byte) []byte {
 	return noZeroBytes(min(chunkCap(old, batchBytes), noZeroChunkMax))
 }
@@ -61,40 +58,8 @@ func newBytesChunk(old []byte) []byte {
 const noZeroChunkMax = 24 << 10
 
 func chunkCap[T any](old []T, first int) int {
-	var z T
-	return min(max(2*cap(old), first), batchGrowth*first, batchChunkMax/int(unsafe.Sizeof(z)))
+	return min(max(2*cap(old), first), batchGrowth*first, batchChunkMax/sizeOf[T]())
 }
-
-// noZeroBytes returns an empty slice with room for n bytes of unspecified
-// content. The standard library allocates without zeroing only for
-// strings.Builder; its buffer is taken over here, and the Builder and its
-// one-byte string are dropped unused, so no string ever sees the bytes
-// change.
-func noZeroBytes(n int) []byte {
-	if !builderOK {
-		return make([]byte, 0, n)
-	}
-	var sb strings.Builder
-	sb.Grow(n)
-	sb.WriteByte(0)
-	return unsafe.Slice(unsafe.StringData(sb.String()), n)[:0]
-}
-
-// builderOK reports whether a Builder's String shares the buffer that
-// Grow made, as noZeroBytes assumes (true of every Go release so far: a
-// Builder exists to build a string without a copy); if not, chunks are
-// made the usual way.
-var builderOK = func() bool {
-	var sb strings.Builder
-	sb.Grow(64)
-	sb.WriteByte(0)
-	s := sb.String()
-	if sb.Cap() < 64 {
-		return false
-	}
-	unsafe.Slice(unsafe.StringData(s), 64)[0] = 1 // s is dropped below
-	return sb.String()[0] == 1                    // the Builder's buffer saw it
-}()
 
 // batchChunkMax bounds a chunk's bytes: the runtime serves allocations up
 // to this size from its per-size caches; a larger one takes pages of its
@@ -155,7 +120,7 @@ func (bd *BatchDecoder) flatTuple(b []byte) Term {
 	fillFlat(t, bins, data, &ends)
 	a = len(bd.tups)
 	bd.tups = append(bd.tups, t)
-	return boxAt(tupleTab, unsafe.Pointer(&bd.tups[a]))
+	return termOfTuple(&bd.tups[a])
 }
 
 // flatPair is flatTuple for its commonest case, a pair such as {Key,
@@ -200,10 +165,10 @@ func (bd *BatchDecoder) flatPair(b []byte) Term {
 		b1 = data[l1+5:]
 	}
 	p.bins[0], p.bins[1] = b0, b1
-	p.elems[0] = boxAt(binaryTab, unsafe.Pointer(&p.bins[0]))
-	p.elems[1] = boxAt(binaryTab, unsafe.Pointer(&p.bins[1]))
+	p.elems[0] = termOfBinary(&p.bins[0])
+	p.elems[1] = termOfBinary(&p.bins[1])
 	p.tup = p.elems[:]
-	return boxAt(tupleTab, unsafe.Pointer(&p.tup))
+	return termOfTuple(&p.tup)
 }
 
 // flatData is where a flat tuple's first binary's bytes start: after the
@@ -248,7 +213,7 @@ func fillFlat(t Tuple, bins []Binary, data []byte, ends *[flatMaxArity]int) {
 		} else {
 			bins[i] = Binary{}
 		}
-		t[i] = boxAt(binaryTab, unsafe.Pointer(&bins[i]))
+		t[i] = termOfBinary(&bins[i])
 		start = end + 5
 	}
 }
@@ -277,7 +242,7 @@ func (d *decoder) boxBinary(b []byte) Term {
 		bd.bins = newChunk(bd.bins, batchHeaders)
 	}
 	bd.bins = append(bd.bins, b)
-	return boxAt(binaryTab, unsafe.Pointer(&bd.bins[len(bd.bins)-1]))
+	return termOfBinary(&bd.bins[len(bd.bins)-1])
 }
 
 // boxTuple returns t as a Term, its header in a shared chunk when batching.
@@ -290,5 +255,5 @@ func (d *decoder) boxTuple(t Tuple) Term {
 		bd.tups = newChunk(bd.tups, batchHeaders)
 	}
 	bd.tups = append(bd.tups, t)
-	return boxAt(tupleTab, unsafe.Pointer(&bd.tups[len(bd.tups)-1]))
+	return termOfTuple(&bd.tups[len(bd.tups)-1])
 }
