@@ -129,7 +129,7 @@ func (bd *BatchDecoder) flatTuple(b []byte) Term {
 // header, elements and binary headers in one chunk entry. Anything else it
 // leaves to flatTuple and the general decoder: it returns nil.
 func (bd *BatchDecoder) flatPair(b []byte) Term {
-	const minLen = flatData + 5 // two empty binaries
+	const minLen = flatData + binHead // two empty binaries
 	if len(b) < minLen || b[0] != tagVersion || b[1] != tagSmallTuple || b[2] != 2 || b[3] != tagBinary || !boxOK {
 		return nil
 	}
@@ -137,13 +137,13 @@ func (bd *BatchDecoder) flatPair(b []byte) Term {
 	if l1 > batchMaxBinary || int(l1) > len(b)-minLen {
 		return nil
 	}
-	m := flatData + int(l1) // the second binary's tag; m+5 <= len(b)
+	m := flatData + int(l1) // the second binary's tag; m+binHead <= len(b)
 	if b[m] != tagBinary {
 		return nil
 	}
 	l2 := binary.BigEndian.Uint32(b[m+1:])
 	src := b[flatData:]
-	if l2 > batchMaxBinary || int(l2) != len(b)-m-5 || len(src) > batchBytes/2 {
+	if l2 > batchMaxBinary || int(l2) != len(b)-m-binHead || len(src) > batchBytes/2 {
 		return nil
 	}
 	if cap(bd.bytes)-len(bd.bytes) < len(src) {
@@ -162,7 +162,7 @@ func (bd *BatchDecoder) flatPair(b []byte) Term {
 		b0 = data[:l1:l1]
 	}
 	if l2 > 0 {
-		b1 = data[l1+5:]
+		b1 = data[l1+binHead:]
 	}
 	p.bins[0], p.bins[1] = b0, b1
 	p.elems[0] = termOfBinary(&p.bins[0])
@@ -171,9 +171,14 @@ func (bd *BatchDecoder) flatPair(b []byte) Term {
 	return termOfTuple(&p.tup)
 }
 
-// flatData is where a flat tuple's first binary's bytes start: after the
-// version, tuple tag, arity, binary tag and length.
-const flatData = 3 + 5
+// The fast paths for tuples of binaries read the layout of SMALL_TUPLE_EXT
+// and BINARY_EXT from layout.go's constants, without the table: binHead
+// is a binary's tag and length, flatData is where a flat tuple's first
+// binary's bytes start (after the version, tuple tag, arity and binHead).
+const (
+	binHead  = 1 + binaryHeader
+	flatData = 1 + 1 + smallTupleHeader + binHead
+)
 
 // flatShape reports whether b is <<131, SMALL_TUPLE_EXT, N, (BINARY_EXT
 // Len Bytes)*N>> with 1 <= N <= flatMaxArity and every Len <= maxBin, with
@@ -188,14 +193,14 @@ func flatShape(b []byte, maxBin uint32) (n int, ends [flatMaxArity]int, ok bool)
 	}
 	off := 3
 	for i := range n {
-		if len(b)-off < 5 || b[off] != tagBinary {
+		if len(b)-off < binHead || b[off] != tagBinary {
 			return 0, ends, false
 		}
 		l := binary.BigEndian.Uint32(b[off+1:])
-		if l > maxBin || uint64(l) > uint64(len(b)-off-5) { // no int(l): it wraps on 32-bit
+		if l > maxBin || uint64(l) > uint64(len(b)-off-binHead) { // no int(l): it wraps on 32-bit
 			return 0, ends, false
 		}
-		off += 5 + int(l)
+		off += binHead + int(l)
 		ends[i] = off
 	}
 	return n, ends, off == len(b)
@@ -214,7 +219,7 @@ func fillFlat(t Tuple, bins []Binary, data []byte, ends *[flatMaxArity]int) {
 			bins[i] = Binary{}
 		}
 		t[i] = termOfBinary(&bins[i])
-		start = end + 5
+		start = end + binHead
 	}
 }
 
