@@ -2,13 +2,11 @@ package etf
 
 import (
 	"encoding/binary"
-	"strings"
-	"unsafe"
 )
 
 // BatchDecoder decodes many terms (Decode), sharing backing arrays between
 // them: tuple elements, binaries' bytes, and the headers of boxed tuples
-// and binaries (see box.go), or all of these together for a pair of
+// and binaries (see unsafe.go), or all of these together for a pair of
 // binaries. Decoding a batch of small terms costs a small
 // fraction of an allocation per term: the dets engine's common object,
 // {Binary, Binary}, takes about 1/80 of one instead of Decode's 3.
@@ -50,7 +48,6 @@ func newChunk[T any](old []T, first int) []T {
 
 // newBytesChunk is newChunk for binaries' bytes, without zeroing them
 // first: every byte is written before a slice capped at it is handed out.
-// The zeroing was a fifteenth of a dets traversal.
 func newBytesChunk(old []byte) []byte {
 	return noZeroBytes(min(chunkCap(old, batchBytes), noZeroChunkMax))
 }
@@ -61,40 +58,8 @@ func newBytesChunk(old []byte) []byte {
 const noZeroChunkMax = 24 << 10
 
 func chunkCap[T any](old []T, first int) int {
-	var z T
-	return min(max(2*cap(old), first), batchGrowth*first, batchChunkMax/int(unsafe.Sizeof(z)))
+	return min(max(2*cap(old), first), batchGrowth*first, batchChunkMax/sizeOf[T]())
 }
-
-// noZeroBytes returns an empty slice with room for n bytes of unspecified
-// content. The standard library allocates without zeroing only for
-// strings.Builder; its buffer is taken over here, and the Builder and its
-// one-byte string are dropped unused, so no string ever sees the bytes
-// change.
-func noZeroBytes(n int) []byte {
-	if !builderOK {
-		return make([]byte, 0, n)
-	}
-	var sb strings.Builder
-	sb.Grow(n)
-	sb.WriteByte(0)
-	return unsafe.Slice(unsafe.StringData(sb.String()), n)[:0]
-}
-
-// builderOK reports whether a Builder's String shares the buffer that
-// Grow made, as noZeroBytes assumes (true of every Go release so far: a
-// Builder exists to build a string without a copy); if not, chunks are
-// made the usual way.
-var builderOK = func() bool {
-	var sb strings.Builder
-	sb.Grow(64)
-	sb.WriteByte(0)
-	s := sb.String()
-	if sb.Cap() < 64 {
-		return false
-	}
-	unsafe.Slice(unsafe.StringData(s), 64)[0] = 1 // s is dropped below
-	return sb.String()[0] == 1                    // the Builder's buffer saw it
-}()
 
 // batchChunkMax bounds a chunk's bytes: the runtime serves allocations up
 // to this size from its per-size caches; a larger one takes pages of its
@@ -155,7 +120,7 @@ func (bd *BatchDecoder) flatTuple(b []byte) Term {
 	fillFlat(t, bins, data, &ends)
 	a = len(bd.tups)
 	bd.tups = append(bd.tups, t)
-	return boxAt(tupleTab, unsafe.Pointer(&bd.tups[a]))
+	return termOfTuple(&bd.tups[a])
 }
 
 // flatPair is flatTuple for its commonest case, a pair such as {Key,
@@ -164,7 +129,7 @@ func (bd *BatchDecoder) flatTuple(b []byte) Term {
 // header, elements and binary headers in one chunk entry. Anything else it
 // leaves to flatTuple and the general decoder: it returns nil.
 func (bd *BatchDecoder) flatPair(b []byte) Term {
-	const minLen = flatData + 5 // two empty binaries
+	const minLen = flatData + binHead // two empty binaries
 	if len(b) < minLen || b[0] != tagVersion || b[1] != tagSmallTuple || b[2] != 2 || b[3] != tagBinary || !boxOK {
 		return nil
 	}
@@ -172,13 +137,13 @@ func (bd *BatchDecoder) flatPair(b []byte) Term {
 	if l1 > batchMaxBinary || int(l1) > len(b)-minLen {
 		return nil
 	}
-	m := flatData + int(l1) // the second binary's tag; m+5 <= len(b)
+	m := flatData + int(l1) // the second binary's tag; m+binHead <= len(b)
 	if b[m] != tagBinary {
 		return nil
 	}
 	l2 := binary.BigEndian.Uint32(b[m+1:])
 	src := b[flatData:]
-	if l2 > batchMaxBinary || int(l2) != len(b)-m-5 || len(src) > batchBytes/2 {
+	if l2 > batchMaxBinary || int(l2) != len(b)-m-binHead || len(src) > batchBytes/2 {
 		return nil
 	}
 	if cap(bd.bytes)-len(bd.bytes) < len(src) {
@@ -197,18 +162,23 @@ func (bd *BatchDecoder) flatPair(b []byte) Term {
 		b0 = data[:l1:l1]
 	}
 	if l2 > 0 {
-		b1 = data[l1+5:]
+		b1 = data[l1+binHead:]
 	}
 	p.bins[0], p.bins[1] = b0, b1
-	p.elems[0] = boxAt(binaryTab, unsafe.Pointer(&p.bins[0]))
-	p.elems[1] = boxAt(binaryTab, unsafe.Pointer(&p.bins[1]))
+	p.elems[0] = termOfBinary(&p.bins[0])
+	p.elems[1] = termOfBinary(&p.bins[1])
 	p.tup = p.elems[:]
-	return boxAt(tupleTab, unsafe.Pointer(&p.tup))
+	return termOfTuple(&p.tup)
 }
 
-// flatData is where a flat tuple's first binary's bytes start: after the
-// version, tuple tag, arity, binary tag and length.
-const flatData = 3 + 5
+// The fast paths for tuples of binaries read the layout of SMALL_TUPLE_EXT
+// and BINARY_EXT from layout.go's constants, without the table: binHead
+// is a binary's tag and length, flatData is where a flat tuple's first
+// binary's bytes start (after the version, tuple tag, arity and binHead).
+const (
+	binHead  = 1 + binaryHeader
+	flatData = 1 + 1 + smallTupleHeader + binHead
+)
 
 // flatShape reports whether b is <<131, SMALL_TUPLE_EXT, N, (BINARY_EXT
 // Len Bytes)*N>> with 1 <= N <= flatMaxArity and every Len <= maxBin, with
@@ -223,14 +193,14 @@ func flatShape(b []byte, maxBin uint32) (n int, ends [flatMaxArity]int, ok bool)
 	}
 	off := 3
 	for i := range n {
-		if len(b)-off < 5 || b[off] != tagBinary {
+		if len(b)-off < binHead || b[off] != tagBinary {
 			return 0, ends, false
 		}
 		l := binary.BigEndian.Uint32(b[off+1:])
-		if l > maxBin || uint64(l) > uint64(len(b)-off-5) { // no int(l): it wraps on 32-bit
+		if l > maxBin || uint64(l) > uint64(len(b)-off-binHead) { // no int(l): it wraps on 32-bit
 			return 0, ends, false
 		}
-		off += 5 + int(l)
+		off += binHead + int(l)
 		ends[i] = off
 	}
 	return n, ends, off == len(b)
@@ -248,8 +218,8 @@ func fillFlat(t Tuple, bins []Binary, data []byte, ends *[flatMaxArity]int) {
 		} else {
 			bins[i] = Binary{}
 		}
-		t[i] = boxAt(binaryTab, unsafe.Pointer(&bins[i]))
-		start = end + 5
+		t[i] = termOfBinary(&bins[i])
+		start = end + binHead
 	}
 }
 
@@ -277,7 +247,7 @@ func (d *decoder) boxBinary(b []byte) Term {
 		bd.bins = newChunk(bd.bins, batchHeaders)
 	}
 	bd.bins = append(bd.bins, b)
-	return boxAt(binaryTab, unsafe.Pointer(&bd.bins[len(bd.bins)-1]))
+	return termOfBinary(&bd.bins[len(bd.bins)-1])
 }
 
 // boxTuple returns t as a Term, its header in a shared chunk when batching.
@@ -290,5 +260,5 @@ func (d *decoder) boxTuple(t Tuple) Term {
 		bd.tups = newChunk(bd.tups, batchHeaders)
 	}
 	bd.tups = append(bd.tups, t)
-	return boxAt(tupleTab, unsafe.Pointer(&bd.tups[len(bd.tups)-1]))
+	return termOfTuple(&bd.tups[len(bd.tups)-1])
 }

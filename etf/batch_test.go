@@ -10,7 +10,6 @@ import (
 	"runtime/debug"
 	"sync"
 	"testing"
-	"unsafe"
 )
 
 // randomBatchTerm returns a term of the shapes BatchDecoder treats
@@ -86,7 +85,7 @@ func sameTerm(t *testing.T, what string, got, want Term) {
 // conversions to any and formatting.
 func TestBatchBoxing(t *testing.T) {
 	if !boxOK {
-		t.Fatal("boxAt does not build the terms conversions do: BatchDecoder falls back to allocating")
+		t.Fatal("termOfBinary does not build the terms conversions do: BatchDecoder falls back to allocating")
 	}
 	var bd BatchDecoder
 	got, err := bd.Decode(mustEncode(t, Tuple{Binary("key"), Binary{}}))
@@ -353,10 +352,10 @@ func TestBatchChunksSmall(t *testing.T) {
 	if cap(bd.bytes) <= batchChunkMax/2 {
 		t.Fatalf("bytes chunk of %d bytes: never grew near %d", cap(bd.bytes), batchChunkMax)
 	}
-	check("terms", cap(bd.terms), int(unsafe.Sizeof(Term(nil))))
-	check("binary headers", cap(bd.bins), int(unsafe.Sizeof(Binary{})))
-	check("tuple headers", cap(bd.tups), int(unsafe.Sizeof(Tuple{})))
-	check("pairs", cap(bd.pairs), int(unsafe.Sizeof(flat2{})))
+	check("terms", cap(bd.terms), sizeOf[Term]())
+	check("binary headers", cap(bd.bins), sizeOf[Binary]())
+	check("tuple headers", cap(bd.tups), sizeOf[Tuple]())
+	check("pairs", cap(bd.pairs), sizeOf[flat2]())
 }
 
 // FuzzBatchDecode: BatchDecoder agrees with Decode on any input.
@@ -393,30 +392,5 @@ func BenchmarkBatchDecode(b *testing.B) {
 		if _, err := bd.Decode(enc); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-// TestNoZeroBytes: the unzeroed buffers behind the bytes chunks are empty,
-// have the room asked for, and are distinct arrays that keep what is
-// written into them.
-func TestNoZeroBytes(t *testing.T) {
-	if !builderOK {
-		t.Fatal("strings.Builder's String no longer shares its buffer: bytes chunks are zeroed again")
-	}
-	var prev []byte
-	for _, n := range []int{1, 100, batchBytes, batchChunkMax} {
-		b := noZeroBytes(n)
-		if len(b) != 0 || cap(b) != n {
-			t.Fatalf("noZeroBytes(%d): len %d cap %d", n, len(b), cap(b))
-		}
-		b = append(b, bytes.Repeat([]byte{byte(n)}, n)...)
-		if prev != nil && &prev[0] == &b[0] {
-			t.Fatalf("noZeroBytes(%d) reused the previous array", n)
-		}
-		runtime.GC()
-		if !bytes.Equal(b, bytes.Repeat([]byte{byte(n)}, n)) {
-			t.Fatalf("noZeroBytes(%d): the bytes written changed", n)
-		}
-		prev = b
 	}
 }

@@ -269,21 +269,22 @@ func (d *decoder) term(depth int) (Term, error) {
 	}
 	start := d.off
 	tag := d.u8()
+	l := &layouts[tag]
 	switch tag {
 	case tagSmallInteger:
-		if err := d.need(1, "SMALL_INTEGER_EXT"); err != nil {
+		if _, err := d.head(l); err != nil {
 			return nil, err
 		}
 		return Int(d.u8()), nil
 	case tagInteger:
-		if err := d.need(4, "INTEGER_EXT"); err != nil {
+		if _, err := d.head(l); err != nil {
 			return nil, err
 		}
 		return Int(int32(d.u32())), nil
 	case tagSmallBig, tagLargeBig:
 		return d.bignum(tag)
 	case tagNewFloat:
-		if err := d.need(8, "NEW_FLOAT_EXT"); err != nil {
+		if _, err := d.head(l); err != nil {
 			return nil, err
 		}
 		f := math.Float64frombits(binary.BigEndian.Uint64(d.take(8)))
@@ -301,19 +302,11 @@ func (d *decoder) term(depth int) (Term, error) {
 		}
 		return a, nil
 	case tagSmallTuple, tagLargeTuple:
-		var n uint64
-		if tag == tagSmallTuple {
-			if err := d.need(1, "SMALL_TUPLE_EXT"); err != nil {
-				return nil, err
-			}
-			n = uint64(d.u8())
-		} else {
-			if err := d.need(4, "LARGE_TUPLE_EXT"); err != nil {
-				return nil, err
-			}
-			n = uint64(d.u32())
+		n, err := d.head(l)
+		if err != nil {
+			return nil, err
 		}
-		if err := d.need(n, "tuple elements"); err != nil {
+		if err := d.needBody(l, n); err != nil {
 			return nil, err
 		}
 		t := d.tuple(int(n))
@@ -328,40 +321,33 @@ func (d *decoder) term(depth int) (Term, error) {
 	case tagNil:
 		return Nil, nil
 	case tagString:
-		if err := d.need(2, "STRING_EXT"); err != nil {
+		n, err := d.head(l)
+		if err != nil {
 			return nil, err
 		}
-		n := int(d.u16())
-		if err := d.need(uint64(n), "STRING_EXT"); err != nil {
+		if err := d.needBody(l, n); err != nil {
 			return nil, err
 		}
-		l := make(List, n)
-		for i, c := range d.take(n) {
-			l[i] = Int(c)
+		s := make(List, n)
+		for i, c := range d.take(int(n)) {
+			s[i] = Int(c)
 		}
-		return l, nil
+		return s, nil
 	case tagList:
 		d.off = start
 		return d.list(depth)
 	case tagBinary:
-		if err := d.need(4, "BINARY_EXT"); err != nil {
+		n, err := d.head(l)
+		if err != nil {
 			return nil, err
 		}
-		n := d.u32()
-		if err := d.need(uint64(n), "BINARY_EXT"); err != nil {
+		if err := d.needBody(l, n); err != nil {
 			return nil, err
 		}
 		return d.boxBinary(d.clone(int(n))), nil
 	case tagBitBinary:
-		if err := d.need(5, "BIT_BINARY_EXT"); err != nil {
-			return nil, err
-		}
-		n := d.u32()
-		bits := d.u8()
-		if bits > 8 || (bits == 0) != (n == 0) {
-			return nil, d.errf(start+5, "BIT_BINARY_EXT with %d bytes has %d bits in its last byte", n, bits)
-		}
-		if err := d.need(uint64(n), "BIT_BINARY_EXT"); err != nil {
+		n, bits, err := d.bitHeader(start, l)
+		if err != nil {
 			return nil, err
 		}
 		data := d.clone(int(n))
@@ -430,26 +416,37 @@ func (d *decoder) bignum(tag byte) (Term, error) {
 // OTP's largest integer.
 func (d *decoder) bigHeader(tag byte) (n int, neg bool, err error) {
 	start := d.off - 1
-	var size uint64
-	if tag == tagSmallBig {
-		if err := d.need(2, "SMALL_BIG_EXT"); err != nil {
-			return 0, false, err
-		}
-		size = uint64(d.u8())
-	} else {
-		if err := d.need(5, "LARGE_BIG_EXT"); err != nil {
-			return 0, false, err
-		}
-		size = uint64(d.u32())
-		if size > maxBigBytes {
-			return 0, false, d.errf(start, "LARGE_BIG_EXT of %d bytes (OTP reads at most %d)", size, maxBigBytes)
-		}
+	l := &layouts[tag]
+	size, err := d.head(l)
+	if err != nil {
+		return 0, false, err
+	}
+	if size > maxBigBytes {
+		return 0, false, d.errf(start, "LARGE_BIG_EXT of %d bytes (OTP reads at most %d)", size, maxBigBytes)
 	}
 	neg = d.u8() != 0
-	if err := d.need(size, "bignum magnitude"); err != nil {
+	if err := d.needBody(l, size); err != nil {
 		return 0, false, err
 	}
 	return int(size), neg, nil
+}
+
+// bitHeader reads BIT_BINARY_EXT's length and the bits used in its last
+// byte (the tag at start), checks them, and checks that the bytes are
+// there.
+func (d *decoder) bitHeader(start int, l *tagLayout) (n uint32, bits byte, err error) {
+	size, err := d.head(l)
+	if err != nil {
+		return 0, 0, err
+	}
+	bits = d.u8()
+	if bits > 8 || (bits == 0) != (size == 0) {
+		return 0, 0, d.errf(start+5, "BIT_BINARY_EXT with %d bytes has %d bits in its last byte", size, bits)
+	}
+	if err := d.needBody(l, size); err != nil {
+		return 0, 0, err
+	}
+	return uint32(size), bits, nil
 }
 
 // floatText parses FLOAT_EXT: printf("%.20e") text padded with NULs to
@@ -567,18 +564,13 @@ func (d *decoder) atomBytes() (name []byte, latin1 bool, err error) {
 	}
 	start := d.off
 	tag := d.u8()
-	var n int
+	l := &layouts[tag]
+	var n uint64
 	switch tag {
-	case tagAtom, tagAtomUTF8:
-		if err := d.need(2, "atom length"); err != nil {
+	case tagAtom, tagAtomUTF8, tagSmallAtom, tagSmallAtomUTF8:
+		if n, err = d.head(l); err != nil {
 			return nil, false, err
 		}
-		n = int(d.u16())
-	case tagSmallAtom, tagSmallAtomUTF8:
-		if err := d.need(1, "atom length"); err != nil {
-			return nil, false, err
-		}
-		n = int(d.u8())
 	case tagAtomCacheRef:
 		return nil, false, d.errf(start, "ATOM_CACHE_REF is only valid in distribution messages")
 	case tagAtomInternalRef2, tagAtomInternalRef3:
@@ -586,14 +578,14 @@ func (d *decoder) atomBytes() (name []byte, latin1 bool, err error) {
 	default:
 		return nil, false, d.errf(start, "tag %d where an atom is required", tag)
 	}
-	if err := d.need(uint64(n), "atom text"); err != nil {
+	if err := d.needBody(l, n); err != nil {
 		return nil, false, err
 	}
 	latin1 = tag == tagAtom || tag == tagSmallAtom
 	if latin1 && n > maxAtomChars {
 		return nil, false, d.errf(start, "atom longer than %d characters", maxAtomChars)
 	}
-	return d.take(n), latin1, nil
+	return d.take(int(n)), latin1, nil
 }
 
 // list decodes LIST_EXT at d.off, flattening tails that are lists.
@@ -601,12 +593,12 @@ func (d *decoder) list(depth int) (Term, error) {
 	var elems []Term
 	for {
 		d.off++ // tag, known to be LIST_EXT
-		if err := d.need(4, "LIST_EXT"); err != nil {
+		l := &layouts[tagList]
+		n, err := d.head(l)
+		if err != nil {
 			return nil, err
 		}
-		n := uint64(d.u32())
-		// n elements plus a tail, each at least one byte.
-		if err := d.need(n+1, "list elements"); err != nil {
+		if err := d.needBody(l, n); err != nil {
 			return nil, err
 		}
 		if elems == nil {
@@ -639,11 +631,12 @@ func (d *decoder) list(depth int) (Term, error) {
 }
 
 func (d *decoder) mapTerm(start, depth int) (Term, error) {
-	if err := d.need(4, "MAP_EXT"); err != nil {
+	l := &layouts[tagMap]
+	n, err := d.head(l)
+	if err != nil {
 		return nil, err
 	}
-	n := uint64(d.u32())
-	if err := d.need(2*n, "map pairs"); err != nil {
+	if err := d.needBody(l, n); err != nil {
 		return nil, err
 	}
 	m := make(Map, n)

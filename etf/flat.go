@@ -2,7 +2,6 @@ package etf
 
 import (
 	"math"
-	"unsafe"
 )
 
 // Decode's fast path for the commonest stored object, a small tuple of
@@ -13,8 +12,8 @@ import (
 // The general decoder allocates the bytes, the tuple's elements and one
 // boxed header per value (five allocations for a pair). Here one block
 // holds the tuple header, the binary headers and the elements, with the
-// Terms built by boxAt (see box.go), and one more holds the bytes: two
-// allocations. The terms are the ones the general decoder returns.
+// Terms built by termOfTuple and termOfBinary (see unsafe.go), and one
+// more holds the bytes: two allocations. The terms are the ones the general decoder returns.
 
 // flat2 is also BatchDecoder's chunk entry for a pair (batch.go).
 type flat2 struct {
@@ -60,7 +59,7 @@ func decodeFlat(b []byte) Term {
 	}
 	fillFlat(t, bins, data, &ends)
 	*tup = t
-	return boxAt(tupleTab, unsafe.Pointer(tup))
+	return termOfTuple(tup)
 }
 
 // DecodeOne is Decode, returning the term as the only element of a new
@@ -136,6 +135,6 @@ func decodeOnePair(b []byte) []Term {
 	copy(data, src)
 	fillFlat(p.elems[:], p.bins[:], data, &ends)
 	p.tup = p.elems[:]
-	one[0] = boxAt(tupleTab, unsafe.Pointer(&p.tup))
+	one[0] = termOfTuple(&p.tup)
 	return one
 }

@@ -64,21 +64,11 @@ func TupleElement(b []byte, pos int) (start, end int, ok bool) {
 	if len(b) < 3 || b[0] != tagVersion || pos < 1 {
 		return 0, 0, false
 	}
-	d := decoder{b: b, off: 1}
-	var n uint64
-	switch b[1] {
-	case tagSmallTuple:
-		n = uint64(b[2])
-		d.off = 3
-	case tagLargeTuple:
-		if len(b) < 6 {
-			return 0, 0, false
-		}
-		n = uint64(binary.BigEndian.Uint32(b[2:]))
-		d.off = 6
-	default:
+	l, hdr, n, ok := headerOf(b[1:])
+	if !ok || l.body != bodyTerms {
 		return 0, 0, false
 	}
+	d := decoder{b: b, off: 1 + hdr}
 	if uint64(pos) > n {
 		return 0, 0, false
 	}
@@ -102,24 +92,28 @@ func (d *decoder) skip(depth int) error {
 	}
 	start := d.off
 	tag := d.u8()
-	fixed := func(n uint64, what string) error {
-		if err := d.need(n, what); err != nil {
+	l := &layouts[tag]
+	// body skips the bytes of a header's count, checking they are there.
+	body := func(n uint64) error {
+		if err := d.needBody(l, n); err != nil {
 			return err
 		}
 		d.off += int(n)
 		return nil
 	}
 	switch tag {
-	case tagSmallInteger:
-		return fixed(1, "SMALL_INTEGER_EXT")
-	case tagInteger:
-		return fixed(4, "INTEGER_EXT")
+	case tagSmallInteger, tagInteger:
+		if _, err := d.head(l); err != nil {
+			return err
+		}
+		d.off += int(l.header)
+		return nil
 	case tagSmallBig, tagLargeBig:
 		n, _, err := d.bigHeader(tag)
 		d.off += n
 		return err
 	case tagNewFloat:
-		if err := d.need(8, "NEW_FLOAT_EXT"); err != nil {
+		if _, err := d.head(l); err != nil {
 			return err
 		}
 		f := math.Float64frombits(binary.BigEndian.Uint64(d.take(8)))
@@ -135,19 +129,11 @@ func (d *decoder) skip(depth int) error {
 		_, _, err := d.atomName()
 		return err
 	case tagSmallTuple, tagLargeTuple:
-		var n uint64
-		if tag == tagSmallTuple {
-			if err := d.need(1, "SMALL_TUPLE_EXT"); err != nil {
-				return err
-			}
-			n = uint64(d.u8())
-		} else {
-			if err := d.need(4, "LARGE_TUPLE_EXT"); err != nil {
-				return err
-			}
-			n = uint64(d.u32())
+		n, err := d.head(l)
+		if err != nil {
+			return err
 		}
-		if err := d.need(n, "tuple elements"); err != nil {
+		if err := d.needBody(l, n); err != nil {
 			return err
 		}
 		for range n {
@@ -158,29 +144,19 @@ func (d *decoder) skip(depth int) error {
 		return nil
 	case tagNil:
 		return nil
-	case tagString:
-		if err := d.need(2, "STRING_EXT"); err != nil {
+	case tagString, tagBinary:
+		n, err := d.head(l)
+		if err != nil {
 			return err
 		}
-		return fixed(uint64(d.u16()), "STRING_EXT")
+		return body(n)
 	case tagList:
 		d.off = start
 		return d.skipList(depth)
-	case tagBinary:
-		if err := d.need(4, "BINARY_EXT"); err != nil {
-			return err
-		}
-		return fixed(uint64(d.u32()), "BINARY_EXT")
 	case tagBitBinary:
-		if err := d.need(5, "BIT_BINARY_EXT"); err != nil {
-			return err
-		}
-		n := d.u32()
-		bits := d.u8()
-		if bits > 8 || (bits == 0) != (n == 0) {
-			return d.errf(start+5, "BIT_BINARY_EXT with %d bytes has %d bits in its last byte", n, bits)
-		}
-		return fixed(uint64(n), "BIT_BINARY_EXT")
+		n, _, err := d.bitHeader(start, l)
+		d.off += int(n)
+		return err
 	case tagMap:
 		_, err := d.mapTerm(start, depth)
 		return err
@@ -204,11 +180,12 @@ func (d *decoder) skip(depth int) error {
 func (d *decoder) skipList(depth int) error {
 	for {
 		d.off++ // tag, known to be LIST_EXT
-		if err := d.need(4, "LIST_EXT"); err != nil {
+		l := &layouts[tagList]
+		n, err := d.head(l)
+		if err != nil {
 			return err
 		}
-		n := uint64(d.u32())
-		if err := d.need(n+1, "list elements"); err != nil {
+		if err := d.needBody(l, n); err != nil {
 			return err
 		}
 		for range n {
@@ -242,25 +219,18 @@ func hashBody(b []byte, h uint32, depth int) (uint32, int, bool) {
 		return 0, 0, false
 	}
 	switch b[0] {
-	case tagSmallInteger:
-		if len(b) < 2 {
+	case tagSmallInteger, tagInteger:
+		x, n, ok := smallInt(b)
+		if !ok {
 			return 0, 0, false
 		}
-		return hashInt64(int64(b[1]), h), 2, true
-	case tagInteger:
-		if len(b) < 5 {
-			return 0, 0, false
-		}
-		return hashInt64(int64(int32(binary.BigEndian.Uint32(b[1:]))), h), 5, true
+		return hashInt64(x, h), n, true
 	case tagBinary:
-		if len(b) < 5 {
+		data, n, ok := binaryData(b)
+		if !ok {
 			return 0, 0, false
 		}
-		n := uint64(binary.BigEndian.Uint32(b[1:]))
-		if n > uint64(len(b)-5) {
-			return 0, 0, false
-		}
-		return hashBits(b[5:5+n], 8*int64(n), h), 5 + int(n), true
+		return hashBits(data, 8*int64(len(data)), h), n, true
 	case tagNil:
 		return hashNil(h), 1, true
 	case tagSmallAtomUTF8, tagAtomUTF8, tagSmallAtom, tagAtom:
@@ -298,15 +268,15 @@ func atomText(b []byte) ([]byte, int, bool) {
 	var n, off int
 	switch b[0] {
 	case tagSmallAtomUTF8, tagSmallAtom:
-		if len(b) < 2 {
+		if off = 1 + smallAtomHeader; len(b) < off {
 			return nil, 0, false
 		}
-		n, off = int(b[1]), 2
+		n = int(b[1])
 	default:
-		if len(b) < 3 {
+		if off = 1 + atomHeader; len(b) < off {
 			return nil, 0, false
 		}
-		n, off = int(binary.BigEndian.Uint16(b[1:])), 3
+		n = int(binary.BigEndian.Uint16(b[1:]))
 	}
 	if n > len(b)-off {
 		return nil, 0, false
@@ -339,20 +309,6 @@ func atomHashBytes(s []byte, isUTF8 bool) uint32 {
 		}
 	}
 	return h
-}
-
-// tupleHeader returns a tuple encoding's arity and header length.
-func tupleHeader(b []byte) (uint64, int, bool) {
-	if b[0] == tagSmallTuple {
-		if len(b) < 2 {
-			return 0, 0, false
-		}
-		return uint64(b[1]), 2, true
-	}
-	if len(b) < 5 {
-		return 0, 0, false
-	}
-	return uint64(binary.BigEndian.Uint32(b[1:])), 5, true
 }
 
 // CompareBodies compares the terms that two bodies encode in CompareExact
@@ -400,14 +356,15 @@ func cmpBody(a, b []byte, depth int) (c, na, nb int, ok bool) {
 		}
 		return bytes.Compare(x, y), na, nb, true
 	case TypeBitstring:
-		if a[0] != tagBinary || b[0] != tagBinary || len(a) < 5 || len(b) < 5 {
+		if a[0] != tagBinary || b[0] != tagBinary {
 			return 0, 0, 0, false
 		}
-		la, lb := uint64(binary.BigEndian.Uint32(a[1:])), uint64(binary.BigEndian.Uint32(b[1:]))
-		if la > uint64(len(a)-5) || lb > uint64(len(b)-5) {
+		x, na, ok1 := binaryData(a)
+		y, nb, ok2 := binaryData(b)
+		if !ok1 || !ok2 {
 			return 0, 0, 0, false
 		}
-		return bytes.Compare(a[5:5+la], b[5:5+lb]), 5 + int(la), 5 + int(lb), true
+		return bytes.Compare(x, y), na, nb, true
 	case TypeNil:
 		if a[0] != tagNil || b[0] != tagNil {
 			return 0, 0, 0, false
@@ -453,32 +410,48 @@ func plainAtom(tag byte, text []byte) bool {
 func smallInt(b []byte) (int64, int, bool) {
 	switch b[0] {
 	case tagSmallInteger:
-		if len(b) >= 2 {
-			return int64(b[1]), 2, true
+		if len(b) >= 1+smallIntegerHeader {
+			return int64(b[1]), 1 + smallIntegerHeader, true
 		}
 	case tagInteger:
-		if len(b) >= 5 {
-			return int64(int32(binary.BigEndian.Uint32(b[1:]))), 5, true
+		if len(b) >= 1+integerHeader {
+			return int64(int32(binary.BigEndian.Uint32(b[1:]))), 1 + integerHeader, true
 		}
 	}
 	return 0, 0, false
 }
 
+// binaryData reads BINARY_EXT (the tag checked): its bytes and its whole
+// length.
+func binaryData(b []byte) ([]byte, int, bool) {
+	if len(b) < binHead {
+		return nil, 0, false
+	}
+	n := uint64(binary.BigEndian.Uint32(b[1:]))
+	if n > uint64(len(b)-binHead) {
+		return nil, 0, false
+	}
+	return b[binHead : binHead+n], binHead + int(n), true
+}
+
+// tupleHeader returns a tuple encoding's arity and header length.
+func tupleHeader(b []byte) (uint64, int, bool) {
+	if b[0] == tagSmallTuple {
+		if len(b) < 1+smallTupleHeader {
+			return 0, 0, false
+		}
+		return uint64(b[1]), 1 + smallTupleHeader, true
+	}
+	if len(b) < 1+largeTupleHeader {
+		return 0, 0, false
+	}
+	return uint64(binary.BigEndian.Uint32(b[1:])), 1 + largeTupleHeader, true
+}
+
 // tagType is the Type of the term an encoding starts with, when its tag
-// alone decides it, else 0.
+// alone decides it (and, for STRING_EXT, its length), else 0.
 func tagType(b []byte) Type {
-	switch b[0] {
-	case tagSmallInteger, tagInteger, tagSmallBig, tagLargeBig, tagNewFloat, tagFloat:
-		return TypeNumber
-	case tagAtom, tagSmallAtom, tagAtomUTF8, tagSmallAtomUTF8:
-		return TypeAtom
-	case tagSmallTuple, tagLargeTuple:
-		return TypeTuple
-	case tagMap:
-		return TypeMap
-	case tagNil:
-		return TypeNil
-	case tagString:
+	if b[0] == tagString {
 		if len(b) < 3 {
 			return 0
 		}
@@ -486,16 +459,6 @@ func tagType(b []byte) Type {
 			return TypeNil
 		}
 		return TypeList
-	case tagBinary, tagBitBinary:
-		return TypeBitstring
-	case tagPid, tagNewPid:
-		return TypePid
-	case tagPort, tagNewPort, tagV4Port:
-		return TypePort
-	case tagReference, tagNewReference, tagNewerReference:
-		return TypeReference
-	case tagNewFun, tagExport, tagFun:
-		return TypeFun
 	}
-	return 0 // LIST_EXT of length 0 takes its tail's type
+	return layouts[b[0]].typ // 0 for LIST_EXT: one of length 0 takes its tail's type
 }

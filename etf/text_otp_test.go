@@ -239,3 +239,26 @@ Print = fun(Fmt) -> [io_lib:format(Fmt, [T]) || T <- Terms] end,
 		}
 	}
 }
+
+// TestTextOTPFormatExports: Format writes every encoding of fun M:F/A as
+// io_lib:format("~w") writes the term binary_to_term reads from it.
+func TestTextOTPFormatExports(t *testing.T) {
+	erl := otptest.Erl(t)
+	var in [][]byte
+	for _, arity := range [][]byte{
+		{tagSmallInteger, 3}, {tagInteger, 0, 0, 0, 3}, {tagInteger, 0, 0, 1, 44},
+		{tagInteger, 0x7f, 0xff, 0xff, 0xff}, {tagSmallBig, 1, 0, 3},
+		{tagSmallBig, 5, 0, 2, 0, 0, 0, 1}, {tagLargeBig, 0, 0, 0, 1, 0, 200},
+	} {
+		in = append(in, append([]byte{131}, txtExportArity(arity...).Raw...))
+	}
+	out := erl.Eval(t, `[iolist_to_binary(io_lib:format("~w", [binary_to_term(B)])) || B <- In]`, in...)
+	if len(out) != len(in) {
+		t.Fatalf("erl gave %d answers for %d terms", len(out), len(in))
+	}
+	for i, b := range in {
+		if got := Format(&Opaque{Raw: b[1:]}); got != string(out[i]) {
+			t.Errorf("Format(% x) = %s, erl writes %s", b[1:], got, out[i])
+		}
+	}
+}

@@ -87,7 +87,7 @@ func walkBody(b []byte, ok bool, term Term, bad func(string, ...any)) {
 	if body[0] != tagSmallTuple && body[0] != tagLargeTuple {
 		return
 	}
-	arity, _, hok := tupleHeader(body)
+	_, _, arity, hok := headerOf(body)
 	if !hok {
 		return
 	}
