@@ -424,6 +424,16 @@ func (t *Table) DeleteAllObjects() error {
 // KeyPos+1) of the object stored under key, and returns the new value (an
 // etf.Int, or an *etf.BigInt when it leaves the int64 range). Sets only.
 func (t *Table) UpdateCounter(key etf.Term, pos int, incr int64) (etf.Term, error) {
+	return t.UpdateCounterIf(key, pos, incr, nil)
+}
+
+// UpdateCounterIf is UpdateCounter with a condition on the result: accept
+// sees the new value before anything is written, under the table's lock,
+// and an error from it leaves the object as it was and is returned as it
+// is. A layer with a narrower integer type (kinds' typed handles) refuses
+// a result it could not read back this way, with no window in which the
+// file holds it. accept must not use the table; nil accepts every result.
+func (t *Table) UpdateCounterIf(key etf.Term, pos int, incr int64, accept func(result etf.Term) error) (etf.Term, error) {
 	if err := t.begin(true); err != nil {
 		return nil, err
 	}
@@ -435,6 +445,7 @@ func (t *Table) UpdateCounter(key etf.Term, pos int, incr int64) (etf.Term, erro
 		pos = t.keyPos + 1
 	}
 	var result etf.Term
+	var refused error
 	err := t.modifyKey(key, func(gs []group, i int, found bool) ([]group, delta, error) {
 		if !found {
 			return gs, delta{}, nil
@@ -460,6 +471,12 @@ func (t *Table) UpdateCounter(key etf.Term, pos int, incr int64) (etf.Term, erro
 		default:
 			return gs, delta{}, fmt.Errorf("%w: element %d is not an integer", ErrBadArgument, pos)
 		}
+		if accept != nil {
+			if err := accept(result); err != nil {
+				refused = err
+				return gs, delta{}, err
+			}
+		}
 		nt := slices.Clone(tup)
 		nt[pos-1] = result
 		enc, err := encodeTerm(nt)
@@ -472,7 +489,7 @@ func (t *Table) UpdateCounter(key etf.Term, pos int, incr int64) (etf.Term, erro
 	if err == nil && result == nil {
 		return nil, fmt.Errorf("%w: update_counter: key %v", ErrNoSuchKey, key)
 	}
-	if errors.Is(err, ErrBadArgument) || errors.Is(err, ErrBadObject) {
+	if refused != nil || errors.Is(err, ErrBadArgument) || errors.Is(err, ErrBadObject) {
 		return nil, err
 	}
 	return result, t.fail(err)

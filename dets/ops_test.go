@@ -1,10 +1,12 @@
 package dets
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
 	"math/big"
+	"os"
 	"slices"
 	"testing"
 
@@ -135,6 +137,45 @@ func TestUpdateCounter(t *testing.T) {
 	if _, err := tab.UpdateCounter(etf.Atom("missing"), 0, 1); !errors.Is(err, ErrBadArgument) {
 		t.Fatalf("missing key: %v", err)
 	}
+}
+
+// TestUpdateCounterIfRefused: a result that accept refuses leaves the
+// object and the file's bytes as they were, and comes back as accept's
+// error; an accepted one is written.
+func TestUpdateCounterIfRefused(t *testing.T) {
+	path := tmpFile(t, "c.dets")
+	tab := openT(t, path, Options{})
+	must(t, tab.Insert(tup(etf.Atom("c"), etf.Int(math.MaxInt64))))
+	must(t, tab.Sync())
+	before, err := os.ReadFile(path)
+	must(t, err)
+	errTooBig := errors.New("too big")
+	var seen etf.Term
+	_, err = tab.UpdateCounterIf(etf.Atom("c"), 0, 1, func(r etf.Term) error {
+		seen = r
+		if _, small := r.(etf.Int); !small {
+			return errTooBig
+		}
+		return nil
+	})
+	if err != errTooBig {
+		t.Fatalf("got %v, want accept's own error", err)
+	}
+	if want := etf.NewBigInt(new(big.Int).Add(big.NewInt(math.MaxInt64), big.NewInt(1))); !etf.Equal(seen, want) {
+		t.Fatalf("accept saw %v, want %v", seen, want)
+	}
+	wantLookup(t, tab, etf.Atom("c"), tup(etf.Atom("c"), etf.Int(math.MaxInt64)))
+	must(t, tab.Sync())
+	after, err := os.ReadFile(path)
+	must(t, err)
+	if !bytes.Equal(before, after) {
+		t.Fatal("a refused update changed the file")
+	}
+	v, err := tab.UpdateCounterIf(etf.Atom("c"), 0, -1, func(etf.Term) error { return nil })
+	if err != nil || !etf.Equal(v, etf.Int(math.MaxInt64-1)) {
+		t.Fatalf("accepted update: %v %v", v, err)
+	}
+	wantLookup(t, tab, etf.Atom("c"), tup(etf.Atom("c"), etf.Int(math.MaxInt64-1)))
 }
 
 func TestBadObjects(t *testing.T) {

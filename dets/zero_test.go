@@ -58,6 +58,10 @@ var tableCalls = map[string]func(*Table) []error{
 		_, err := t.UpdateCounter(etf.Int(1), 2, 1)
 		return []error{err}
 	},
+	"UpdateCounterIf": func(t *Table) []error {
+		_, err := t.UpdateCounterIf(etf.Int(1), 2, 1, nil)
+		return []error{err}
+	},
 }
 
 // closeErr maps Close's nil on a closed table to ErrClosed, the answer

@@ -1,10 +1,10 @@
 package kinds
 
 import (
-	"fmt"
 	"iter"
 
 	"github.com/godets/godets/dets"
+	"github.com/godets/godets/etf"
 )
 
 // Set is a typed handle over a dets table of kind set whose objects are
@@ -123,12 +123,11 @@ func (s *Set[K, V]) Size() (int, error) { return tableSize(s.b.t) }
 // dets.Table.UpdateCounter keeps OTP's semantics instead, where a counter
 // may grow into a bignum.
 //
-// Counter updates through kinds handles on one table are serialized, so
-// the check and the update cannot be split by another one. A write that
-// bypasses them (a raw Insert, a Set.Insert) racing with the update can
-// still push the result out of range after the check; then the update is
-// taken back at once by the opposite increment, and ErrOutOfRange returned.
-// A codec's Decode must not call UpdateCounter on the same table.
+// The check runs inside the engine's update, under the table's lock
+// (dets.Table.UpdateCounterIf), so no other writer can come between the
+// check and the write, and the file never holds a refused result, not
+// even after a crash. The value codec's Decode therefore must not use the
+// table.
 //
 // Only sets have counters: OTP's dets:update_counter rejects bag and
 // duplicate_bag tables, so Bag and DuplicateBag have no such method.
@@ -138,36 +137,16 @@ func (s *Set[K, V]) UpdateCounter(key K, incr int64) (V, error) {
 	if err != nil {
 		return zero, err
 	}
-	mu := counterLock(s.b.t)
-	mu.Lock()
-	defer mu.Unlock()
-	objs, err := s.b.t.Lookup(kt)
+	var v V
+	_, err = updateCounter(s.b.t, kt, incr, func(n etf.Term) error {
+		var derr error
+		if v, derr = s.b.vc.Decode(n); derr != nil {
+			return outOfRange(n, derr)
+		}
+		return nil
+	})
 	if err != nil {
 		return zero, err
-	}
-	if len(objs) == 0 {
-		return zero, ErrNotFound
-	}
-	if cur, ok := counterValue(objs[0]); ok {
-		next := addCounter(cur, incr)
-		if _, err := s.b.vc.Decode(next); err != nil {
-			return zero, outOfRange(next, err)
-		}
-	}
-	// Anything else (not an integer, a wide tuple) is refused by the
-	// engine without a write, with its own error.
-	n, err := updateCounter(s.b.t, kt, incr)
-	if err != nil {
-		return zero, err
-	}
-	v, err := s.b.vc.Decode(n)
-	if err != nil {
-		// Another writer changed the value between the check and the
-		// update: take the increment back out.
-		if uerr := undoCounter(s.b.t, kt, incr); uerr != nil {
-			return zero, fmt.Errorf("%w; undoing the update failed: %w", outOfRange(n, err), uerr)
-		}
-		return zero, outOfRange(n, err)
 	}
 	return v, nil
 }
