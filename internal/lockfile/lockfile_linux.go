@@ -47,9 +47,9 @@ type statInfo struct {
 
 func fromStat(st *unix.Stat_t) statInfo {
 	return statInfo{
-		id:    fileID{dev: st.Dev, ino: st.Ino},
+		id:    fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)},
 		mode:  modeOf(st.Mode),
-		nlink: st.Nlink,
+		nlink: uint64(st.Nlink), // uint32 on arm64, 386 and arm
 		size:  st.Size,
 	}
 }
