@@ -7,7 +7,7 @@ package dets
 // memory map, the repair's read-only map of the old file, and the directory
 // fsync after a rename. What differs between Unix systems is the sync
 // primitive and the repair's Linux-only hints: file_linux.go,
-// file_fsync.go and file_nolinux.go.
+// file_darwin.go, file_fsync.go and file_nolinux.go.
 
 import (
 	"io"
