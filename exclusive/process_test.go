@@ -127,6 +127,16 @@ func repairWaitChild(path string) int {
 	return 0
 }
 
+// selfCommand runs this test binary again with args. Under a user-mode
+// emulator the child runs through it too (GODETS_QEMU names it; test.sh
+// sets it): without binfmt_misc the kernel cannot exec a foreign binary.
+func selfCommand(args ...string) *exec.Cmd {
+	if emu := os.Getenv("GODETS_QEMU"); emu != "" {
+		return exec.Command(emu, append([]string{os.Args[0]}, args...)...)
+	}
+	return exec.Command(os.Args[0], args...)
+}
+
 type child struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
@@ -135,7 +145,7 @@ type child struct {
 
 func startChild(t *testing.T, role, path string, env ...string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := selfCommand("-test.run=^$")
 	cmd.Env = append(append(os.Environ(), childEnv+"="+role, childPathEnv+"="+path), env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -6,13 +6,15 @@ package lockfile
 // and fstat for identities, a walk of O_NOFOLLOW directory opens for the
 // symlink-free proof that Linux gets from one openat2(RESOLVE_NO_SYMLINKS),
 // and statfs f_fstypename with the mount flags for the filesystem verdict
-// (fstypename.go). Without statx's mount-root attribute no descriptor is
-// parked, and every data path and sidecar is asked the mount-point question
-// (st_dev against the parent directory's, then f_mntonname).
+// (fstypename.go). Every stat of a path also asks the mount-point question
+// (st_dev against the parent directory's, then f_mntonname), which statx
+// answers on Linux; a descriptor's stat cannot, so no sidecar descriptor is
+// parked.
 
 import (
 	"errors"
 	"io/fs"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -52,14 +54,51 @@ func fromStat(st *unix.Stat_t) statInfo {
 	}
 }
 
-// lstatIDz stats name without following a final symlink; z (the same path
-// NUL-terminated) is for Linux's statx and unused here.
+// lstatIDz stats name without following a final symlink, and answers the
+// mount-point question for anything but a symlink (rootKnown), so that the
+// checks under the lock see a file or sidecar mounted over its own name
+// as Linux's statx shows it. z (the same path NUL-terminated) is for
+// Linux's statx and unused here.
 func lstatIDz(_ []byte, name string) (statInfo, error) {
 	var st unix.Stat_t
 	if err := ignoringEINTR(func() error { return unix.Lstat(name, &st) }); err != nil {
 		return statInfo{}, &fs.PathError{Op: "lstat", Path: name, Err: err}
 	}
-	return fromStat(&st), nil
+	si := fromStat(&st)
+	if si.mode&fs.ModeSymlink == 0 {
+		var dir unix.Stat_t
+		if ignoringEINTR(func() error { return unix.Lstat(filepath.Dir(name), &dir) }) == nil {
+			si.rootKnown = true
+			si.mountRoot = uint64(dir.Dev) != si.id.dev || namesMountPoint(name)
+		}
+	}
+	return si, nil
+}
+
+// statAt is lstatIDz for base in the directory dirfd, for the walk of
+// nofollow_unix.go; path is the whole path.
+func statAt(dirfd int, base, path string) (statInfo, error) {
+	var st, dir unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
+		return statInfo{}, &fs.PathError{Op: "fstatat", Path: path, Err: err}
+	}
+	si := fromStat(&st)
+	if si.mode&fs.ModeSymlink == 0 && ignoringEINTR(func() error { return unix.Fstat(dirfd, &dir) }) == nil {
+		si.rootKnown = true
+		si.mountRoot = uint64(dir.Dev) != si.id.dev || namesMountPoint(path)
+	}
+	return si, nil
+}
+
+// namesMountPoint reports whether statfs names path itself as its mount
+// point (a FreeBSD nullfs mount of a single file onto another file of the
+// same filesystem, where st_dev does not change).
+func namesMountPoint(path string) bool {
+	var sf unix.Statfs_t
+	if ignoringEINTR(func() error { return unix.Statfs(path, &sf) }) != nil {
+		return false
+	}
+	return fstypeString(sf.Mntonname[:]) == path
 }
 
 // fstatID stats an open descriptor; name is for error messages.
@@ -96,22 +135,22 @@ func openCanonical(_ []byte, path string, flags uint64) (int, statInfo, bool) {
 	return walkOpen(path, int(flags))
 }
 
-// mountRootOf asks the mount-point question; st never has the answer here.
-func mountRootOf(path string, _ statInfo) (bool, error) { return isMountRoot(path) }
+// mountRootOf answers the mount-point question for path from st when the
+// stat answered it, and asks again otherwise.
+func mountRootOf(path string, st statInfo) (bool, error) {
+	if st.rootKnown {
+		return st.mountRoot, nil
+	}
+	return isMountRoot(path)
+}
 
 // isMountRoot reports whether path (not followed) is the root of a mount:
-// its device differs from its directory's, or statfs names path itself as
-// the mount point (a FreeBSD nullfs mount of a single file onto another
-// file of the same filesystem).
+// its device differs from its directory's, or statfs names path itself.
 func isMountRoot(path string) (bool, error) {
 	if differs, err := devDiffers(path); err != nil || differs {
 		return differs, err
 	}
-	var sf unix.Statfs_t
-	if err := ignoringEINTR(func() error { return unix.Statfs(path, &sf) }); err != nil {
-		return false, &fs.PathError{Op: "statfs", Path: path, Err: err}
-	}
-	return fstypeString(sf.Mntonname[:]) == path, nil
+	return namesMountPoint(path), nil
 }
 
 // cachedFSType: there is no unique mount ID to cache verdicts by.

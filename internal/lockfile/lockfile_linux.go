@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -109,6 +110,27 @@ func lstatIDz(z []byte, name string) (statInfo, error) {
 	return fromStat(&st), nil
 }
 
+// statAt stats base in the directory dirfd without following it, with the
+// mount-root attribute when the kernel has it, for the walk of
+// nofollow_unix.go; path is the whole path, for errors.
+func statAt(dirfd int, base, path string) (statInfo, error) {
+	var sx unix.Statx_t
+	err := ignoringEINTR(func() error {
+		return unix.Statx(dirfd, base, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, statxMask, &sx)
+	})
+	if err == nil {
+		return fromStatx(&sx), nil
+	}
+	if !statxFallback(err) {
+		return statInfo{}, &fs.PathError{Op: "statx", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
+		return statInfo{}, &fs.PathError{Op: "fstatat", Path: path, Err: err}
+	}
+	return fromStat(&st), nil
+}
+
 // emptyPath is "" for statx on a descriptor (AT_EMPTY_PATH).
 var emptyPath = [1]byte{0}
 
@@ -145,9 +167,18 @@ func statCanonical(z []byte, path string) (st statInfo, ok bool) {
 	fd, st, ok := openCanonical(z, path, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW)
 	if ok {
 		unix.Close(fd)
+		return st, true
 	}
-	return st, ok
+	if noOpenat2.Load() {
+		return walkStat(path)
+	}
+	return st, false
 }
+
+// noOpenat2 records that openat2 is not there (kernels before 5.6,
+// seccomp filters that refuse it, qemu-user): the fast paths then take the
+// portable walk of nofollow_unix.go, as macOS and FreeBSD do.
+var noOpenat2 atomic.Bool
 
 // dataOpenFlags open a data file read-write for Options.OpenData. Without
 // O_NONBLOCK, os.NewFile leaves the descriptor out of the poller (as
@@ -162,6 +193,13 @@ func openCanonical(z []byte, path string, flags uint64) (fd int, st statInfo, ok
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
 		return noFD, statInfo{}, false
 	}
+	if noOpenat2.Load() {
+		// O_PATH is for statCanonical, which walks by itself.
+		if flags&unix.O_PATH != 0 {
+			return noFD, statInfo{}, false
+		}
+		return walkOpen(path, int(flags))
+	}
 	p, err := pathPtr(z, path)
 	if err != nil {
 		return noFD, statInfo{}, false
@@ -169,6 +207,10 @@ func openCanonical(z []byte, path string, flags uint64) (fd int, st statInfo, ok
 	how := unix.OpenHow{Flags: flags, Resolve: unix.RESOLVE_NO_SYMLINKS}
 	fd, err = openat2(p, &how)
 	runtime.KeepAlive(z)
+	if err == unix.ENOSYS || err == unix.EPERM {
+		noOpenat2.Store(true)
+		return openCanonical(z, path, flags)
+	}
 	if err != nil {
 		return noFD, statInfo{}, false
 	}

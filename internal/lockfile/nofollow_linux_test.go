@@ -27,7 +27,7 @@ func TestWalkAgreesWithOpenat2(t *testing.T) {
 	mustDo(t, os.Symlink(file, filepath.Join(dir, "filelink")))
 	mustDo(t, os.Symlink(filepath.Join(dir, "none"), filepath.Join(dir, "dangling")))
 	mustDo(t, unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
-	if _, ok := statCanonical(nil, file); !ok {
+	if _, ok := statCanonical(nil, file); !ok || noOpenat2.Load() {
 		t.Skip("no openat2 to compare with")
 	}
 	for _, p := range []string{
@@ -67,4 +67,21 @@ func TestWalkAgreesWithOpenat2(t *testing.T) {
 			t.Errorf("walkOpen(%s) kept a descriptor", p)
 		}
 	}
+}
+
+// Without openat2 (kernels before 5.6, seccomp filters, qemu-user) the
+// portable walk answers the fast path and gives OpenData its descriptor,
+// as on macOS and FreeBSD.
+func TestWithoutOpenat2(t *testing.T) {
+	old := noOpenat2.Load()
+	noOpenat2.Store(true)
+	t.Cleanup(func() { noOpenat2.Store(old) })
+	data := newDataFile(t, t.TempDir(), "t.dets")
+	if _, ok := statCanonical(nil, data); !ok {
+		t.Fatal("fast path declined a resolved path")
+	}
+	t.Run("OpenData", TestOpenDataTakesDescriptor)
+	t.Run("Untaken", TestOpenDataUntakenClosedByUnlock)
+	t.Run("Renamed", TestDataRenamedOverWhileWaiting)
+	t.Run("Swapped", TestOpenDataSwappedUnderLock)
 }

@@ -55,12 +55,8 @@ func walkStat(path string) (statInfo, bool) {
 		return statInfo{}, false
 	}
 	defer unix.Close(dirfd)
-	var st unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
-		return statInfo{}, false
-	}
-	si := fromStat(&st)
-	if si.mode&fs.ModeSymlink != 0 {
+	si, err := statAt(dirfd, base, path)
+	if err != nil || si.mode&fs.ModeSymlink != 0 {
 		return statInfo{}, false
 	}
 	return si, true
@@ -75,12 +71,21 @@ func walkOpen(path string, flags int) (fd int, st statInfo, ok bool) {
 	if err != nil {
 		return noFD, statInfo{}, false
 	}
+	defer unix.Close(dirfd)
 	fd, err = unix.Openat(dirfd, base, flags|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0)
-	unix.Close(dirfd)
 	if err != nil {
 		return noFD, statInfo{}, false
 	}
 	st, err = fstatID(fd, path)
+	if err == nil && !st.rootKnown {
+		// The descriptor's stat cannot tell a file mounted over its own
+		// name; the directory entry's can, if it is still this file.
+		var at statInfo
+		if at, err = statAt(dirfd, base, path); err == nil && at.id != st.id {
+			err = unix.ESTALE
+		}
+		st.rootKnown, st.mountRoot = at.rootKnown, at.mountRoot
+	}
 	if err != nil || !st.mode.IsRegular() || unix.SetNonblock(fd, false) != nil {
 		unix.Close(fd)
 		return noFD, statInfo{}, false
