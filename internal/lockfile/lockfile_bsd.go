@@ -31,9 +31,9 @@ const symlinkErrno = unix.EMLINK
 // block it, and clears it once fstat shows a regular file.
 const dataOpenFlags = unix.O_RDWR | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NOCTTY
 
-// statInfo is what the checks need from one stat call. rootKnown stays
-// false: these systems have no mount-root attribute, so callers ask
-// isMountRoot.
+// statInfo is what the checks need from one stat call. These systems have
+// no mount-root attribute: rootKnown is set where a path's stat answered
+// the question itself (lstatIDz, statAt), never for a descriptor's.
 type statInfo struct {
 	id    fileID
 	mode  fs.FileMode
