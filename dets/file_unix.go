@@ -10,6 +10,7 @@ package dets
 // file_darwin.go, file_fsync.go and file_nolinux.go.
 
 import (
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -94,13 +95,23 @@ func mapFD(fd int, length int, writable bool) ([]byte, func() error, error) {
 
 // mapFile returns the whole of f, memory-mapped read-only when f is an OS
 // file (so a repair keeps the old file's bytes off the Go heap), or read into
-// memory otherwise. The returned function releases the mapping.
+// memory otherwise. The returned function releases the mapping. A file that
+// cannot be mapped and is larger than mapSpan (256 MiB on 32-bit targets;
+// on 64-bit ones no otp9 file is) is refused with ErrFileTooLarge: a 32-bit
+// heap cannot hold it, and a failed allocation would end the process.
 func mapFile(f File, size int64) ([]byte, func() error, error) {
 	if of, ok := f.(osFile); ok && size > 0 && size == int64(int(size)) {
 		b, err := unix.Mmap(int(of.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED|mapPopulate)
 		if err == nil {
 			return b, func() error { return unix.Munmap(b) }, nil
 		}
+	}
+	if size > mapSpan {
+		name := "the file"
+		if n, ok := f.(interface{ Name() string }); ok {
+			name = n.Name()
+		}
+		return nil, nil, fmt.Errorf("%w: %d bytes do not fit this process's address space: %s", ErrFileTooLarge, size, name)
 	}
 	return readWhole(f, size)
 }
