@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Runs every test of the project. Installs what the tests need when it is
-# missing: Erlang/OTP (erlang-nox) is the oracle for the otp9 format, and
-# util-linux's flock(1) is used by the lock tests.
+# missing: Erlang/OTP (erlang-nox) is the oracle for the otp9 format,
+# util-linux's flock(1) is used by the lock tests, and qemu-user-static
+# runs the arm64 tests.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 need=()
 command -v erl >/dev/null 2>&1 || need+=(erlang-nox)
 command -v flock >/dev/null 2>&1 || need+=(util-linux)
+command -v qemu-aarch64-static >/dev/null 2>&1 || need+=(qemu-user-static)
 if [ ${#need[@]} -gt 0 ]; then
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -16,17 +18,30 @@ if [ ${#need[@]} -gt 0 ]; then
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-echo "== gofmt and go vet"
+# step NAME prints a header; each step's time is printed when the next
+# begins, and the total at the end.
+t0=$SECONDS
+t_step=$SECONDS
+step_name=""
+step() {
+	[ -n "$step_name" ] && echo "-- $step_name: $((SECONDS - t_step))s"
+	step_name="$1"
+	t_step=$SECONDS
+	echo "== $1"
+}
+trap '[ -n "$step_name" ] && echo "-- $step_name: $((SECONDS - t_step))s"; echo "-- total: $((SECONDS - t0))s"' EXIT
+
+step "gofmt and go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
 	echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 go vet ./...
 
-echo "== go test"
+step "go test"
 go test -count=1 -timeout 20m ./...
 
-echo "== go test -race (concurrent packages)"
+step "go test -race (concurrent packages)"
 race_pkgs=()
 for p in ./dets ./exclusive ./internal/lockfile ./kinds; do
 	[ -d "$p" ] && race_pkgs+=("$p")
@@ -34,3 +49,21 @@ done
 if [ ${#race_pkgs[@]} -gt 0 ]; then
 	go test -count=1 -race -short -timeout 15m "${race_pkgs[@]}"
 fi
+
+# The platforms of docs and README: every target builds and vets, tests
+# included.
+step "go vet, cross-target"
+for target in linux/amd64 linux/arm64 linux/386 linux/arm darwin/amd64 darwin/arm64 freebsd/amd64 windows/amd64; do
+	echo "   $target"
+	GOOS=${target%/*} GOARCH=${target#*/} go vet ./...
+done
+
+# 32-bit binaries run natively on this kernel, erl too.
+step "go test, linux/386"
+GOARCH=386 go test -short -count=1 -timeout 15m ./dets ./internal/lockfile ./exclusive ./kinds
+
+# arm64 under qemu-user. GODETS_QEMU names the emulator, so that tests
+# re-exec their children through it and skip what the emulator cannot do.
+step "go test, linux/arm64 under qemu-user"
+GOARCH=arm64 GODETS_QEMU=qemu-aarch64-static go test -short -count=1 -timeout 10m \
+	-exec qemu-aarch64-static ./etf ./exclusive ./internal/lockfile

@@ -31,7 +31,7 @@ func (OSFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 func (OSFS) Remove(name string) error { return os.Remove(name) }
 
 // Rename renames oldpath to newpath, replacing newpath.
-func (OSFS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
+func (OSFS) Rename(oldpath, newpath string) error { return renameFile(oldpath, newpath) }
 
 // Stat returns the file's metadata.
 func (OSFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }

@@ -1,6 +1,7 @@
 package dets
 
 import (
+	"math/bits"
 	"runtime"
 	"runtime/debug"
 )
@@ -15,7 +16,11 @@ import (
 // fewer large ones), so a short open-lookup-close cycle never pays for
 // mmap and munmap. It spans
 // mapSpan bytes whatever the file size (otp9 files stay below 2 GiB), so
-// the file grows under it without a remap. A store past the end of the file
+// the file grows under it without a remap. A 32-bit process has at most
+// 4 GiB of address space for its heap, its stacks and every open table, so
+// there the span is 256 MiB: a larger file is not mapped at all, and the
+// part of a mapped file that grows past the span is read and written with
+// pread and pwrite. A store past the end of the file
 // first extends the file by an eighth, at least mapGrowMin and at most
 // mapGrowMax (with written zeros, so a full disk is an error here rather
 // than a fault later; the write then falls back to pwrite, which needs
@@ -29,10 +34,17 @@ import (
 // which report the short file or the I/O error.
 const (
 	mapAfterOps = 64
-	mapSpan     = 1 << 32
+	mapSpan     = is64bit<<32 + (1-is64bit)*(256<<20)
 	mapGrowMin  = 1 << 20  // smallest extension of a mapped file
 	mapGrowMax  = 32 << 20 // largest: its zeros are dirty page cache until used
 )
+
+// is64bit is 1 on 64-bit targets and 0 on 32-bit ones.
+const is64bit = bits.UintSize / 64
+
+// mapLimit is mapSpan in a variable, so that tests take the 32-bit
+// fallbacks on any target.
+var mapLimit = mapSpan
 
 // mappable is implemented by files that can be memory-mapped (OS files).
 type mappable interface {
@@ -56,7 +68,7 @@ func (t *Table) countOp(n int) {
 // readAt reads len(b) bytes at off, through the map when there is one.
 func (t *Table) readAt(b []byte, off int64) error {
 	t.countOp(len(b))
-	if end := off + int64(len(b)); t.mm != nil && off >= 0 && end <= t.size {
+	if end := off + int64(len(b)); t.mm != nil && off >= 0 && end <= t.size && end <= int64(len(t.mm)) {
 		if mapCopy(b, t.mm[off:end]) {
 			return nil
 		}
@@ -155,10 +167,10 @@ func (t *Table) trimExtension(end int64) error {
 func (t *Table) mapFile() {
 	t.noMap = true
 	m, ok := t.f.(mappable)
-	if !ok {
+	if !ok || t.size > int64(mapLimit) {
 		return
 	}
-	b, unmap, err := m.mapShared(mapSpan, !t.readOnly)
+	b, unmap, err := m.mapShared(mapLimit, !t.readOnly)
 	if err != nil {
 		return
 	}

@@ -296,3 +296,75 @@ func TestMappedReadOnly(t *testing.T) {
 		t.Fatalf("read-only table: mapped %v, writable %v; want a read-only map", ro.mm != nil, ro.mmWritable)
 	}
 }
+
+// setMapLimit lowers the map span for one test, as a 32-bit target has it.
+func setMapLimit(t *testing.T, n int) {
+	old := mapLimit
+	mapLimit = n
+	t.Cleanup(func() { mapLimit = old })
+}
+
+// TestMapLimitFallback: a file larger than the map span (256 MiB on 32-bit
+// targets) is never mapped and is read with pread; a mapped file that grows
+// past the span is read and written past it with pread and pwrite. The
+// span is lowered to 1 MiB so the test runs on every target.
+func TestMapLimitFallback(t *testing.T) {
+	setMapLimit(t, 1<<20)
+	const n = 3000
+	val := bin(string(make([]byte, 500)))
+	lookupAll := func(tab *Table, upto int) {
+		t.Helper()
+		for i := range upto {
+			objs, err := tab.Lookup(etf.Int(i))
+			if err != nil || len(objs) != 1 || objs[0].(etf.Tuple)[1] != etf.Int(i) {
+				t.Fatalf("key %d: %v %v", i, objs, err)
+			}
+		}
+	}
+
+	// Grows past the span while mapped.
+	path := tmpFile(t, "grow.dets")
+	tab := openT(t, path, Options{})
+	for i := range 100 {
+		if err := tab.Insert(tup(etf.Int(i), etf.Int(i), val)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lookupAll(tab, 100)
+	if tab.mm == nil || len(tab.mm) != 1<<20 {
+		t.Fatalf("small file: map of %d bytes, want the 1 MiB span", len(tab.mm))
+	}
+	for i := 100; i < n; i++ {
+		if err := tab.Insert(tup(etf.Int(i), etf.Int(i), val)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tab.size <= int64(mapLimit) {
+		t.Fatalf("file of %d bytes did not outgrow the span", tab.size)
+	}
+	lookupAll(tab, n)
+	seen := 0
+	for obj, err := range tab.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := int(obj.(etf.Tuple)[0].(etf.Int)); k < 0 || k >= n {
+			t.Fatalf("scan: key %d", k)
+		}
+		seen++
+	}
+	if seen != n {
+		t.Fatalf("scan saw %d objects, want %d", seen, n)
+	}
+	if err := tab.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Opened larger than the span: never mapped.
+	tab = openT(t, path, Options{})
+	lookupAll(tab, n)
+	lookupAll(tab, n)
+	if tab.mm != nil {
+		t.Fatalf("file of %d bytes mapped with a span of %d", tab.size, mapLimit)
+	}
+}

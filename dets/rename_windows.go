@@ -18,8 +18,7 @@ import (
 // after a power loss the old file could be back under the name while
 // writes made through the new one were acknowledged.
 //
-// It is meant for OSFS.Rename (file_os.go), with os.Rename elsewhere; until
-// that hook exists nothing calls it.
+// OSFS.Rename (file_os.go) calls it; elsewhere renameFile is os.Rename.
 func renameFile(oldpath, newpath string) error {
 	from, err := windows.UTF16PtrFromString(longPath(oldpath))
 	if err != nil {

@@ -170,7 +170,7 @@ func (x *entryIndex) sorted(slot func(repairEntry) uint32, nslots uint32, data [
 // 35). The pairs take 8 bytes an entry more; above twoLevelMax the
 // one-level sort keeps the peak memory of an in-memory sort as it was.
 func slotOrder(es []repairEntry, slot func(repairEntry) uint32, nslots uint32, twoLevelMax int) (offs, ends []uint32, ok bool) {
-	if len(es) == 0 || len(es) > math.MaxUint32 || uint64(nslots) > 4*uint64(len(es))+1<<16 {
+	if len(es) == 0 || uint64(len(es)) > math.MaxUint32 || uint64(nslots) > 4*uint64(len(es))+1<<16 {
 		return nil, nil, false
 	}
 	// One level counts by slot, in ends; two count by range first.

@@ -478,7 +478,7 @@ func TestRepairParallelBuild(t *testing.T) {
 				tab.Close()
 				var got [2][]string
 				var stats [2]RepairStats
-				for i, min := range []int{1 << 62, 0} {
+				for i, min := range []int{int(^uint(0) >> 1), 0} {
 					opts, splits := countSplits(withTuning(Options{}, func(tn *tuning) { tn.parallelBuildMin = min }))
 					path := filepath.Join(dir, fmt.Sprintf("t%d.dets", i))
 					rpWriteFile(t, path, img)

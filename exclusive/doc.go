@@ -38,8 +38,8 @@
 // are symlinks, hard links or not regular files, and data files or sidecars
 // that are themselves mount points (mount a directory, not the file). Only
 // known local filesystems are accepted; network, cluster, FUSE and overlay
-// filesystems give ErrUnsupportedFilesystem. Only Linux is supported
-// (ErrUnsupportedTarget elsewhere). There is no unlocked fallback.
+// filesystems give ErrUnsupportedFilesystem. Linux, macOS and FreeBSD are
+// supported (ErrUnsupportedTarget elsewhere). There is no unlocked fallback.
 //
 // # Waiting
 //

@@ -106,6 +106,12 @@ func TestLockedLeavesFileAlone(t *testing.T) {
 // Locked and With exclude each other in both directions, and waits behave
 // as in With.
 func TestLockedContends(t *testing.T) {
+	if os.Getenv("GODETS_QEMU") != "" {
+		// The timed-out waiter's kernel flock is granted at the release
+		// and dropped again a moment later; under qemu-user that moment
+		// is often long enough for the next single attempt to see ErrBusy.
+		t.Skip("under qemu-user: the abandoned waiter's release races the next attempt")
+	}
 	path := filepath.Join(t.TempDir(), "t.dets")
 	err := Locked(path, Options{}, func(string) error {
 		if err := With(path, Options{}, func(*dets.Table) error { return nil }); !errors.Is(err, ErrBusy) {

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,7 +18,6 @@ import (
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/internal/lockfile"
-	"golang.org/x/sys/unix"
 )
 
 // Multi-process tests re-execute the test binary; childEnv selects the role.
@@ -61,12 +59,6 @@ func increment(t *dets.Table) (int64, error) {
 		return 0, err
 	}
 	return n + 1, t.Insert(etf.Tuple{countKey, etf.Int(n + 1)})
-}
-
-func monoNow() int64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
 }
 
 func runChild(role, path string) int {
@@ -121,6 +113,30 @@ func runChild(role, path string) int {
 	return 4
 }
 
+// Child role "repairwait": print "ready", then one AutoRepair session with
+// a long wait that increments the counter; print "ok <value>" or
+// "error: <code> <error>".
+func repairWaitChild(path string) int {
+	fmt.Println("ready")
+	n, err := Do(path, Options{Repair: dets.AutoRepair, Wait: WaitUpTo(20 * time.Second)}, increment)
+	if err != nil {
+		fmt.Println("error:", Code(err), err)
+		return 2
+	}
+	fmt.Println("ok", n)
+	return 0
+}
+
+// selfCommand runs this test binary again with args. Under a user-mode
+// emulator the child runs through it too (GODETS_QEMU names it; test.sh
+// sets it): without binfmt_misc the kernel cannot exec a foreign binary.
+func selfCommand(args ...string) *exec.Cmd {
+	if emu := os.Getenv("GODETS_QEMU"); emu != "" {
+		return exec.Command(emu, append([]string{os.Args[0]}, args...)...)
+	}
+	return exec.Command(os.Args[0], args...)
+}
+
 type child struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
@@ -129,7 +145,7 @@ type child struct {
 
 func startChild(t *testing.T, role, path string, env ...string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := selfCommand("-test.run=^$")
 	cmd.Env = append(append(os.Environ(), childEnv+"="+role, childPathEnv+"="+path), env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -262,123 +278,6 @@ func TestKilledHolderLeavesDirtyFile(t *testing.T) {
 	t.Logf("counter after repair: %d", n)
 	if err := With(path, Options{}, noop); err != nil {
 		t.Fatalf("after repair: %v", err)
-	}
-}
-
-func flockPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("flock")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("flock(1) from util-linux is required under CI")
-		}
-		t.Skip("flock(1) not installed")
-	}
-	return p
-}
-
-func flockN(t *testing.T, fl, sidecar string) int {
-	t.Helper()
-	err := exec.Command(fl, "-n", sidecar, "true").Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return 0
-}
-
-func procLocksLists(t *testing.T, sidecar string) bool {
-	t.Helper()
-	var st unix.Stat_t
-	if err := unix.Stat(sidecar, &st); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile("/proc/locks")
-	if err != nil {
-		t.Skip("no /proc/locks")
-	}
-	want := fmt.Sprintf("FLOCK  ADVISORY  WRITE %d ", os.Getpid())
-	for line := range strings.Lines(string(b)) {
-		f := strings.Fields(line)
-		if len(f) >= 6 && strings.Join(f[1:5], " ") == strings.Join(strings.Fields(want), " ") &&
-			strings.HasSuffix(f[5], ":"+strconv.FormatUint(st.Ino, 10)) {
-			return true
-		}
-	}
-	return false
-}
-
-// Behaviours 11, 12, 14, 16, 50 with util-linux flock(1).
-func TestFlockUtilityInterop(t *testing.T) {
-	fl := flockPath(t)
-	path := filepath.Join(t.TempDir(), "t.dets")
-	sidecar := path + lockfile.SidecarSuffix
-	sleep, _ := exec.LookPath("sleep")
-	var kid *exec.Cmd
-	err := With(path, Options{}, func(*dets.Table) error {
-		if got := flockN(t, fl, sidecar); got != 1 {
-			return fmt.Errorf("flock -n during session exited %d", got)
-		}
-		if !procLocksLists(t, sidecar) {
-			return errors.New("/proc/locks lacks our FLOCK WRITE entry")
-		}
-		// An unrelated open+close of the sidecar must not drop the lock.
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			if f, err := os.Open(sidecar); err == nil {
-				f.Close()
-			}
-		})
-		wg.Wait()
-		if got := flockN(t, fl, sidecar); got != 1 {
-			return fmt.Errorf("lock dropped by unrelated close (%d)", got)
-		}
-		if sleep != "" {
-			kid = exec.Command(sleep, "10")
-			if err := kid.Start(); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if kid != nil {
-		defer func() { _ = kid.Process.Kill(); _ = kid.Wait() }()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Released, even with a child started inside the callback still alive.
-	if got := flockN(t, fl, sidecar); got != 0 {
-		t.Fatalf("flock -n after session exited %d", got)
-	}
-	if procLocksLists(t, sidecar) {
-		t.Fatal("/proc/locks still lists the sidecar")
-	}
-	// After error and panic endings too.
-	_ = With(path, Options{}, func(*dets.Table) error { return errors.New("x") })
-	func() {
-		defer func() { _ = recover() }()
-		_ = With(path, Options{}, func(*dets.Table) error { panic("x") })
-	}()
-	if got := flockN(t, fl, sidecar); got != 0 {
-		t.Fatalf("flock -n after failed sessions exited %d", got)
-	}
-	// flock(1) holding the sidecar excludes a session.
-	cmd := exec.Command(fl, "-n", sidecar, "sh", "-c", "echo locked; read x")
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { in.Close(); _ = cmd.Wait() }()
-	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "locked" {
-		t.Fatalf("flock(1) did not lock: %q", line)
-	}
-	if err := With(path, Options{}, noop); !errors.Is(err, ErrBusy) {
-		t.Fatalf("with flock(1) holding: %v", err)
 	}
 }
 

@@ -1,7 +1,8 @@
+//go:build unix
+
 package exclusive
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,20 +17,6 @@ import (
 	"github.com/godets/godets/internal/lockfile"
 	"golang.org/x/sys/unix"
 )
-
-// Child role "repairwait": print "ready", then one AutoRepair session with
-// a long wait that increments the counter; print "ok <value>" or
-// "error: <code> <error>".
-func repairWaitChild(path string) int {
-	fmt.Println("ready")
-	n, err := Do(path, Options{Repair: dets.AutoRepair, Wait: WaitUpTo(20 * time.Second)}, increment)
-	if err != nil {
-		fmt.Println("error:", Code(err), err)
-		return 2
-	}
-	fmt.Println("ok", n)
-	return 0
-}
 
 // blockedOn counts the requests /proc/locks shows blocked on the sidecar's
 // inode.

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/godets/godets/internal/lockfile"
-	"golang.org/x/sys/unix"
 )
 
 // fakeTable stands in for *dets.Table so the session machinery can be tested
@@ -448,25 +447,6 @@ func TestGCInsideCallbackKeepsLock(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-// Behaviour 8: a lock obtained after the deadline is released, TimedOut is
-// returned, and the opener is never called.
-func TestLateAcquisitionNeverOpens(t *testing.T) {
-	f := newFixture(t)
-	f.hooks.lock = &lockfile.Hooks{Flock: func(fd, how int) error {
-		if how&unix.LOCK_EX != 0 {
-			time.Sleep(150 * time.Millisecond)
-		}
-		return unix.Flock(fd, how)
-	}}
-	err := f.run(WaitUpTo(30*time.Millisecond), func(*fakeTable) error { return nil })
-	if !errors.Is(err, ErrTimedOut) || f.opens.Load() != 0 {
-		t.Fatalf("got %v, opens %d", err, f.opens.Load())
-	}
-	if !lockIsFree(t, f.path) {
-		t.Fatal("late lock kept")
 	}
 }
 

@@ -151,7 +151,7 @@ func TestUpdateCounterRawWritersRacing(t *testing.T) {
 				return
 			default:
 			}
-			v := int64(math.MaxInt64 - i%2)
+			v := int64(math.MaxInt64) - int64(i%2)
 			if err := tab.Insert(etf.Tuple{etf.Binary("n"), etf.Int(v)}); err != nil {
 				errs <- err
 				return

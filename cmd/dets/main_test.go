@@ -12,12 +12,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
+
 	"testing"
 	"time"
 
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/lockfile"
 )
 
 var detsBin string
@@ -201,31 +202,22 @@ func fileHash(t testing.TB, path string) [32]byte {
 }
 
 // holdLock takes the table's sidecar lock from the test process, as another
-// owner would, until the returned function is called.
+// owner would (each lockfile.Lock is an owner of its own), until the returned
+// function is called. It goes through package lockfile so that it takes the
+// lock the sessions use on every platform.
 func holdLock(t testing.TB, path string) (release func()) {
 	t.Helper()
-	dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+	l, err := lockfile.Acquire(path, lockfile.Options{})
 	if err != nil {
-		t.Fatal(err)
-	}
-	abs, err := filepath.Abs(filepath.Join(dir, filepath.Base(path)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(abs+".slate.lock", os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		t.Fatalf("flock: %v", err)
+		t.Fatalf("lock: %v", err)
 	}
 	// Once: TestLockBusy releases from a goroutine, then Cleanup runs.
 	var once sync.Once
 	release = func() {
 		once.Do(func() {
-			syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-			f.Close()
+			if err := l.Unlock(); err != nil {
+				t.Errorf("unlock: %v", err)
+			}
 		})
 	}
 	t.Cleanup(release)

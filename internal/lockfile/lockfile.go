@@ -24,7 +24,8 @@
 //     one file two sidecars are refused: hard-linked data files, dangling
 //     symlinks, symlinked, hard-linked or non-regular sidecars, and data files
 //     or sidecars that are themselves mount points.
-//   - Only known local filesystems are accepted (statfs f_type allowlist);
+//   - Only known local filesystems are accepted (an allowlist of statfs
+//     f_type on Linux, of f_fstypename on a MNT_LOCAL mount elsewhere);
 //     network, cluster, FUSE, overlay and union filesystems, and any type this
 //     package does not know, are refused before any lock call.
 //   - After flock succeeds, the sidecar's identity is checked again (fstat of the
@@ -54,8 +55,11 @@
 //     instant and never queues: it does not defer to waiters, so under
 //     sustained contention it mostly fails. Taking turns needs a wait.
 //
-// Only Linux is supported; elsewhere every call returns ErrUnsupportedTarget
-// without touching the file system.
+// Linux, macOS and FreeBSD are supported, with the same contract; the
+// platform files say how each system answers the questions (statx and
+// openat2 on Linux, lstat, O_NOFOLLOW walks and statfs f_fstypename on the
+// other two). Elsewhere every call returns ErrUnsupportedTarget without
+// touching the file system.
 package lockfile
 
 import (
@@ -173,7 +177,7 @@ func (e *MissingError) Unwrap() error { return errNotExist }
 
 // FilesystemError reports a refused filesystem. It matches ErrUnsupportedFilesystem.
 type FilesystemError struct {
-	Magic uint32 // statfs f_type
+	Magic uint32 // statfs f_type on Linux; on macOS and FreeBSD a code for f_fstypename and the mount flags
 	Name  string // short name of the type, or "unknown"
 	Path  string
 }
@@ -224,7 +228,8 @@ type Hooks struct {
 	// BeforeFlock runs after the sidecar is opened and checked (or a parked
 	// descriptor taken), just before flock.
 	BeforeFlock func(sidecar string)
-	// FSType maps the statfs f_type the kernel reported to the one to judge.
+	// FSType maps the statfs f_type the kernel reported (on macOS and
+	// FreeBSD, the code FilesystemError.Magic describes) to the one to judge.
 	FSType func(magic uint32) uint32
 	// Sleep replaces time.Sleep between attempts.
 	Sleep func(d time.Duration)

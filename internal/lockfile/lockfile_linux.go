@@ -7,27 +7,18 @@ import (
 	"io/fs"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-const supported = true
+// oLargeFile lets a 32-bit process open files of 2 GiB and more.
+const oLargeFile = unix.O_LARGEFILE
 
-const (
-	lockExclusive   = unix.LOCK_EX
-	lockExclusiveNB = unix.LOCK_EX | unix.LOCK_NB
-	lockUnlock      = unix.LOCK_UN
-)
-
-// errNotExist is what a *MissingError wraps.
-var errNotExist error = unix.ENOENT
-
-// noFD marks a Lock whose descriptor is closed.
-const noFD = -1
+// symlinkErrno is what open(2) with O_NOFOLLOW reports for a symlink.
+const symlinkErrno = unix.ELOOP
 
 // statInfo is what the checks need from one stat call. statx fills every
 // field in one system call; the lstat/fstat fallback (kernels without statx,
@@ -47,9 +38,9 @@ type statInfo struct {
 
 func fromStat(st *unix.Stat_t) statInfo {
 	return statInfo{
-		id:    fileID{dev: st.Dev, ino: st.Ino},
+		id:    fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)},
 		mode:  modeOf(st.Mode),
-		nlink: st.Nlink,
+		nlink: uint64(st.Nlink), // uint32 on arm64, 386 and arm
 		size:  st.Size,
 	}
 }
@@ -73,52 +64,11 @@ func fromStatx(sx *unix.Statx_t) statInfo {
 	return si
 }
 
-func modeOf(m uint32) fs.FileMode {
-	switch m & unix.S_IFMT {
-	case unix.S_IFREG:
-		return 0
-	case unix.S_IFDIR:
-		return fs.ModeDir
-	case unix.S_IFLNK:
-		return fs.ModeSymlink
-	case unix.S_IFIFO:
-		return fs.ModeNamedPipe
-	case unix.S_IFSOCK:
-		return fs.ModeSocket
-	case unix.S_IFCHR:
-		return fs.ModeDevice | fs.ModeCharDevice
-	default:
-		return fs.ModeDevice
-	}
-}
-
 const statxMask = unix.STATX_BASIC_STATS | unix.STATX_MNT_ID_UNIQUE
 
 // statxFallback reports a statx failure that means "use the older calls".
 func statxFallback(err error) bool {
 	return errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM)
-}
-
-// cstring returns path NUL-terminated for a system call, or nil if path
-// contains a NUL (which no file name can).
-func cstring(path string) []byte {
-	if strings.IndexByte(path, 0) >= 0 {
-		return nil
-	}
-	b := make([]byte, len(path)+1)
-	copy(b, path)
-	return b
-}
-
-// pathPtr gives the system-call pointer of the NUL-terminated z, or of a
-// fresh copy of name when z is nil.
-func pathPtr(z []byte, name string) (*byte, error) {
-	if z == nil {
-		if z = cstring(name); z == nil {
-			return nil, unix.EINVAL
-		}
-	}
-	return &z[0], nil
 }
 
 // statx is unix.Statx on a path already NUL-terminated, so the hot path
@@ -160,6 +110,27 @@ func lstatIDz(z []byte, name string) (statInfo, error) {
 	return fromStat(&st), nil
 }
 
+// statAt stats base in the directory dirfd without following it, with the
+// mount-root attribute when the kernel has it, for the walk of
+// nofollow_unix.go; path is the whole path, for errors.
+func statAt(dirfd int, base, path string) (statInfo, error) {
+	var sx unix.Statx_t
+	err := ignoringEINTR(func() error {
+		return unix.Statx(dirfd, base, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT, statxMask, &sx)
+	})
+	if err == nil {
+		return fromStatx(&sx), nil
+	}
+	if !statxFallback(err) {
+		return statInfo{}, &fs.PathError{Op: "statx", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
+		return statInfo{}, &fs.PathError{Op: "fstatat", Path: path, Err: err}
+	}
+	return fromStat(&st), nil
+}
+
 // emptyPath is "" for statx on a descriptor (AT_EMPTY_PATH).
 var emptyPath = [1]byte{0}
 
@@ -196,9 +167,18 @@ func statCanonical(z []byte, path string) (st statInfo, ok bool) {
 	fd, st, ok := openCanonical(z, path, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW)
 	if ok {
 		unix.Close(fd)
+		return st, true
 	}
-	return st, ok
+	if noOpenat2.Load() {
+		return walkStat(path)
+	}
+	return st, false
 }
+
+// noOpenat2 records that openat2 is not there (kernels before 5.6,
+// seccomp filters that refuse it, qemu-user): the fast paths then take the
+// portable walk of nofollow_unix.go, as macOS and FreeBSD do.
+var noOpenat2 atomic.Bool
 
 // dataOpenFlags open a data file read-write for Options.OpenData. Without
 // O_NONBLOCK, os.NewFile leaves the descriptor out of the poller (as
@@ -213,6 +193,13 @@ func openCanonical(z []byte, path string, flags uint64) (fd int, st statInfo, ok
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
 		return noFD, statInfo{}, false
 	}
+	if noOpenat2.Load() {
+		// O_PATH is for statCanonical, which walks by itself.
+		if flags&unix.O_PATH != 0 {
+			return noFD, statInfo{}, false
+		}
+		return walkOpen(path, int(flags))
+	}
 	p, err := pathPtr(z, path)
 	if err != nil {
 		return noFD, statInfo{}, false
@@ -220,6 +207,10 @@ func openCanonical(z []byte, path string, flags uint64) (fd int, st statInfo, ok
 	how := unix.OpenHow{Flags: flags, Resolve: unix.RESOLVE_NO_SYMLINKS}
 	fd, err = openat2(p, &how)
 	runtime.KeepAlive(z)
+	if err == unix.ENOSYS || err == unix.EPERM {
+		noOpenat2.Store(true)
+		return openCanonical(z, path, flags)
+	}
 	if err != nil {
 		return noFD, statInfo{}, false
 	}
@@ -268,68 +259,6 @@ func mountRootOf(path string, st statInfo) (bool, error) {
 		return st.mountRoot, nil
 	}
 	return isMountRoot(path)
-}
-
-func isLoop(err error) bool { return errors.Is(err, syscall.ELOOP) }
-
-// openSidecar opens the sidecar (creating it if needed and create is set)
-// without following a symlink, without blocking on a FIFO, and
-// close-on-exec so that children started during a session do not inherit
-// the lock. It returns a raw descriptor: no *os.File means no finalizer
-// that could close it (and drop the lock) while the Lock is still in use,
-// and no fcntl calls to register it with the poller. O_NONBLOCK is left
-// set: the descriptor is only ever given to fstat, flock and close, none of
-// which look at it (flock's blocking is chosen by LOCK_NB). z is path
-// NUL-terminated, or nil.
-func openSidecar(z []byte, path string, create bool) (int, error) {
-	const flags = unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY
-	p, err := pathPtr(z, path)
-	if err != nil {
-		return noFD, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	rw := unix.O_RDWR | unix.O_LARGEFILE | flags
-	if create {
-		rw |= unix.O_CREAT
-	}
-	fd, err := openat(p, rw, sidecarPerm)
-	if err == unix.EACCES {
-		// Another user's sidecar we may not write: flock works on a
-		// read-only descriptor too. Never create in this case.
-		fd, err = openat(p, unix.O_RDONLY|unix.O_LARGEFILE|flags, 0)
-	}
-	runtime.KeepAlive(z)
-	if err != nil {
-		if err == unix.ELOOP {
-			return noFD, &AliasError{Kind: SymlinkSidecar, Path: path}
-		}
-		return noFD, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	return fd, nil
-}
-
-func closeFD(fd int) error { return unix.Close(fd) }
-
-// flock applies how to the sidecar descriptor, retrying EINTR.
-func (l *Lock) flock(how int) error {
-	fd := l.fd
-	call := unix.Flock
-	if l.hooks != nil && l.hooks.Flock != nil {
-		call = l.hooks.Flock
-	}
-	err := ignoringEINTR(func() error { return call(fd, how) })
-	if how&unix.LOCK_NB != 0 && errors.Is(err, unix.EWOULDBLOCK) {
-		return errWouldBlock
-	}
-	return err
-}
-
-func ignoringEINTR(fn func() error) error {
-	for {
-		err := fn()
-		if !errors.Is(err, unix.EINTR) {
-			return err
-		}
-	}
 }
 
 // fsTypes caches statfs f_type by STATX_MNT_ID_UNIQUE mount ID. This is
@@ -395,16 +324,8 @@ func checkFDFS(fd int, st statInfo, name string, h *Hooks) (uint32, error) {
 	return uint32(sf.Type), judgeFS(uint32(sf.Type), name, h)
 }
 
-func judgeFS(magic uint32, path string, h *Hooks) error {
-	if h != nil && h.FSType != nil {
-		magic = h.FSType(magic)
-	}
-	name, local := classifyFS(magic)
-	if local {
-		return nil
-	}
-	return &FilesystemError{Magic: magic, Name: name, Path: path}
-}
+// fsVerdict names the statfs f_type magic and says whether it is local.
+func fsVerdict(magic uint32) (name string, local bool) { return classifyFS(magic) }
 
 // isMountRoot reports whether path (not followed if a symlink) is the root of
 // a mount, which for a file means a single-file bind mount. statx's
@@ -438,16 +359,4 @@ func isMountRoot(path string) (bool, error) {
 		}
 	}
 	return devDiffers(path)
-}
-
-func devDiffers(path string) (bool, error) {
-	var st, pst unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Lstat(path, &st) }); err != nil {
-		return false, &fs.PathError{Op: "lstat", Path: path, Err: err}
-	}
-	dir := filepath.Dir(path)
-	if err := ignoringEINTR(func() error { return unix.Lstat(dir, &pst) }); err != nil {
-		return false, &fs.PathError{Op: "lstat", Path: dir, Err: err}
-	}
-	return st.Dev != pst.Dev, nil
 }

@@ -1,4 +1,4 @@
-//go:build !linux && !windows
+//go:build !linux && !darwin && !freebsd && !windows
 
 package lockfile
 

@@ -2,7 +2,19 @@
 
 package dets
 
+// Linux: fdatasync for the durability syncs, and the repair's hints
+// (MAP_POPULATE, sync_file_range) and its full-disk diagnosis.
+
 import "golang.org/x/sys/unix"
+
+// Sync flushes the file's data with fdatasync: it writes the metadata
+// needed to read the data back (the size), but not timestamps, so a sync
+// that only overwrote blocks costs no journal commit.
+func (f osFile) Sync() error { return syncFD(int(f.Fd()), f.Name()) }
+
+// syncCall flushes a descriptor's data: fdatasync, which skips
+// timestamps.
+var syncCall, syncOp = unix.Fdatasync, "fdatasync"
 
 // mapPopulate asks mmap to map the whole old file at once: the scan reads
 // all of it, and one populate is cheaper than a fault per few pages.

@@ -2,6 +2,8 @@
 
 package dets
 
+// Off Linux the repair goes without Linux's hints.
+
 // mapPopulate: no populate flag off Linux.
 const mapPopulate = 0
 
