@@ -101,6 +101,7 @@ type blockedWaiter struct {
 	target   *Target // for parking and messages once abandoned
 	hooks    *Hooks
 	done     chan struct{} // closed once flock returned
+	released chan struct{} // closed once an abandoned waiter gave the lock back
 	// Under blocked's mutex:
 	finished bool  // flock returned
 	err      error // its error, once finished
@@ -124,7 +125,7 @@ func (t *Target) waitBlocked(l *Lock, deadline time.Time) (*Lock, error) {
 	switch {
 	case w == nil && len(blocked.m) < maxBlocked:
 		w = &blockedWaiter{fd: l.fd, id: l.id, magic: l.magic, parkable: l.parkable,
-			target: t, hooks: l.hooks, done: make(chan struct{}), claimed: true}
+			target: t, hooks: l.hooks, done: make(chan struct{}), released: make(chan struct{}), claimed: true}
 		if blocked.m == nil {
 			blocked.m = make(map[string]*blockedWaiter)
 		}
@@ -133,6 +134,13 @@ func (t *Target) waitBlocked(l *Lock, deadline time.Time) (*Lock, error) {
 		l.fd = noFD
 		l.release = true
 		go w.block(t.Data)
+	case w != nil && w.finished:
+		// Abandoned, granted, and giving the lock back: it is held by
+		// nobody who wants it, so try again as soon as it is free.
+		blocked.Unlock()
+		l.parkOrClose()
+		<-w.released
+		return nil, errRetryNow
 	case w != nil && !w.claimed:
 		// Abandoned by a session that timed out, and still blocked:
 		// wait for its result instead of starting another thread.
@@ -145,6 +153,46 @@ func (t *Target) waitBlocked(l *Lock, deadline time.Time) (*Lock, error) {
 		return nil, errWouldBlock
 	}
 
+	return t.awaitWaiter(w, l.hooks, deadline)
+}
+
+// takeAbandoned serves a single attempt (Wait zero) that found the lock
+// held while this process has a waiter that a timed-out session abandoned
+// on the same file. When the holder releases, that waiter is granted the
+// lock and gives it straight back; an attempt made in that moment would
+// fail against nobody (the release of one session, then ErrBusy for the
+// next in the same process). So the attempt takes the waiter over for at
+// most grace: granted meanwhile, the lock is the attempt's; still blocked,
+// the file is held by a real owner and the answer is ErrBusy. A waiter
+// already giving the lock back is waited for, and the attempt made again
+// (errRetryNow). ok is false, with l untouched, when there is no such
+// waiter; otherwise l's descriptor was taken in every case.
+func (t *Target) takeAbandoned(l *Lock, grace time.Duration) (_ *Lock, _ error, ok bool) {
+	blocked.Lock()
+	w := blocked.m[t.Data]
+	switch {
+	case w == nil || (w.claimed && !w.finished):
+		blocked.Unlock()
+		return nil, nil, false
+	case w.finished:
+		blocked.Unlock()
+		l.parkOrClose()
+		<-w.released
+		return nil, errRetryNow, true
+	}
+	w.claimed = true
+	blocked.Unlock()
+	l.parkOrClose()
+	nl, err := t.awaitWaiter(w, l.hooks, time.Now().Add(grace))
+	if err == ErrTimedOut || err == errWouldBlock {
+		err = ErrBusy
+	}
+	return nl, err, true
+}
+
+// awaitWaiter waits until deadline for the result of w, which the caller
+// claimed, and turns it into a Lock with hooks h.
+func (t *Target) awaitWaiter(w *blockedWaiter, h *Hooks, deadline time.Time) (*Lock, error) {
 	timer := time.NewTimer(time.Until(deadline))
 	select {
 	case <-w.done:
@@ -161,7 +209,6 @@ func (t *Target) waitBlocked(l *Lock, deadline time.Time) (*Lock, error) {
 	}
 	// The result is ours: w.block saw claimed set. The Lock is this
 	// session's, with its hooks (a waiter taken over had another's).
-	h := l.hooks
 	nl := &Lock{fd: w.fd, id: w.id, magic: w.magic, parkable: w.parkable && (h == nil || h.Close == nil),
 		target: t, hooks: h, dataFD: noFD}
 	switch err := w.err; {
@@ -187,10 +234,10 @@ func (w *blockedWaiter) block(data string) {
 	err := l.flock(lockExclusive)
 	blocked.Lock()
 	w.finished, w.err = true, err
-	if blocked.m[data] == w {
-		delete(blocked.m, data)
-	}
 	claimed := w.claimed
+	if claimed || err != nil {
+		w.forget(data)
+	}
 	blocked.Unlock()
 	close(w.done)
 	if claimed {
@@ -200,6 +247,20 @@ func (w *blockedWaiter) block(data string) {
 		l.closeOnly()
 		return
 	}
-	// A late acquisition nobody waits for: give it back at once.
+	// A late acquisition nobody waits for: give it back at once. The
+	// waiter stays known until then, so that an attempt of this process
+	// that meets the lock held by it waits for the release (takeAbandoned)
+	// instead of failing.
 	_ = l.unlock(true)
+	blocked.Lock()
+	w.forget(data)
+	blocked.Unlock()
+	close(w.released)
+}
+
+// forget drops w from the waiters by path; blocked's mutex is held.
+func (w *blockedWaiter) forget(data string) {
+	if blocked.m[data] == w {
+		delete(blocked.m, data)
+	}
 }

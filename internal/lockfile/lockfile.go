@@ -355,6 +355,7 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 	// re-checked as an attempt's flock would be.
 	var blocked *Lock
 	waited := false
+	retried := false // a single attempt made again after an abandoned waiter's release
 	for {
 		var l *Lock
 		var err error
@@ -403,6 +404,21 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 			waited = true
 			// l is the unlocked descriptor the attempt tried.
 			if opts.Wait <= 0 {
+				if h == nil || h.Sleep == nil {
+					if bl, berr, ok := t.takeAbandoned(l, PollInterval); ok {
+						switch {
+						case berr == nil:
+							blocked = bl
+							continue
+						case berr == errRetryNow && !retried:
+							retried = true
+							continue
+						case berr == errRetryNow:
+							return nil, ErrBusy
+						}
+						return nil, berr
+					}
+				}
 				l.parkOrClose()
 				return nil, ErrBusy
 			}
@@ -416,6 +432,8 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 				switch {
 				case berr == nil:
 					blocked = bl
+					continue
+				case berr == errRetryNow:
 					continue
 				case berr != errWouldBlock:
 					return nil, berr
@@ -442,6 +460,7 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 
 var (
 	errWouldBlock      = errors.New("lockfile: would block")
+	errRetryNow        = errors.New("lockfile: released by an abandoned waiter; try again")
 	errSidecarReplaced = errors.New("lockfile: sidecar replaced")
 	errStaleResolve    = errors.New("lockfile: tentative resolution is stale")
 )
