@@ -42,10 +42,6 @@ const (
 // is64bit is 1 on 64-bit targets and 0 on 32-bit ones.
 const is64bit = bits.UintSize / 64
 
-// mapLimit is mapSpan in a variable, so that tests take the 32-bit
-// fallbacks on any target.
-var mapLimit = mapSpan
-
 // mappable is implemented by files that can be memory-mapped (OS files).
 type mappable interface {
 	// mapShared maps length bytes of the file, shared; writable adds
@@ -167,10 +163,10 @@ func (t *Table) trimExtension(end int64) error {
 func (t *Table) mapFile() {
 	t.noMap = true
 	m, ok := t.f.(mappable)
-	if !ok || t.size > int64(mapLimit) {
+	if !ok || t.size > int64(t.tune.mapSpan) {
 		return
 	}
-	b, unmap, err := m.mapShared(mapLimit, !t.readOnly)
+	b, unmap, err := m.mapShared(t.tune.mapSpan, !t.readOnly)
 	if err != nil {
 		return
 	}

@@ -297,19 +297,14 @@ func TestMappedReadOnly(t *testing.T) {
 	}
 }
 
-// setMapLimit lowers the map span for one test, as a 32-bit target has it.
-func setMapLimit(t *testing.T, n int) {
-	old := mapLimit
-	mapLimit = n
-	t.Cleanup(func() { mapLimit = old })
-}
-
 // TestMapLimitFallback: a file larger than the map span (256 MiB on 32-bit
 // targets) is never mapped and is read with pread; a mapped file that grows
 // past the span is read and written past it with pread and pwrite. The
 // span is lowered to 1 MiB so the test runs on every target.
 func TestMapLimitFallback(t *testing.T) {
-	setMapLimit(t, 1<<20)
+	// The span of a 32-bit target, lowered further.
+	const span = 1 << 20
+	opts := withTuning(Options{}, func(tn *tuning) { tn.mapSpan = span })
 	const n = 3000
 	val := bin(string(make([]byte, 500)))
 	lookupAll := func(tab *Table, upto int) {
@@ -324,14 +319,14 @@ func TestMapLimitFallback(t *testing.T) {
 
 	// Grows past the span while mapped.
 	path := tmpFile(t, "grow.dets")
-	tab := openT(t, path, Options{})
+	tab := openT(t, path, opts)
 	for i := range 100 {
 		if err := tab.Insert(tup(etf.Int(i), etf.Int(i), val)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	lookupAll(tab, 100)
-	if tab.mm == nil || len(tab.mm) != 1<<20 {
+	if tab.mm == nil || len(tab.mm) != span {
 		t.Fatalf("small file: map of %d bytes, want the 1 MiB span", len(tab.mm))
 	}
 	for i := 100; i < n; i++ {
@@ -339,7 +334,7 @@ func TestMapLimitFallback(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if tab.size <= int64(mapLimit) {
+	if tab.size <= int64(span) {
 		t.Fatalf("file of %d bytes did not outgrow the span", tab.size)
 	}
 	lookupAll(tab, n)
@@ -361,10 +356,10 @@ func TestMapLimitFallback(t *testing.T) {
 	}
 
 	// Opened larger than the span: never mapped.
-	tab = openT(t, path, Options{})
+	tab = openT(t, path, opts)
 	lookupAll(tab, n)
 	lookupAll(tab, n)
 	if tab.mm != nil {
-		t.Fatalf("file of %d bytes mapped with a span of %d", tab.size, mapLimit)
+		t.Fatalf("file of %d bytes mapped with a span of %d", tab.size, span)
 	}
 }

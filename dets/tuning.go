@@ -36,6 +36,11 @@ type tuning struct {
 	// caches already, and touchBuckets would only add work (2-6% slower
 	// inserts at 10k objects, 2.5 MB).
 	touchMin int64
+	// mapSpan is the length of a table's memory map (mapSpan in mmap.go):
+	// a larger file is not mapped, and a mapped file's bytes past it go
+	// through pread and pwrite. Tests lower it to take the 32-bit paths
+	// on any target.
+	mapSpan int
 	// noTailCompaction leaves the holes of copy-on-write in the file, as
 	// OTP's files have them (compact.go); only tests set it.
 	noTailCompaction bool
@@ -55,6 +60,7 @@ var defaultTuning = tuning{
 	earlySyncBytes:       4 << 20,
 	scanWindowKeys:       scanSlots,
 	touchMin:             8 << 20,
+	mapSpan:              mapSpan,
 }
 
 // repairMemEntriesMax is the default bound of the repair's in-memory index:
