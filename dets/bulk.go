@@ -1,10 +1,8 @@
 package dets
 
 import (
-	"errors"
 	"fmt"
 	"iter"
-	"os"
 	"slices"
 
 	"github.com/godets/godets/etf"
@@ -102,20 +100,6 @@ func (t *Table) build(p bulkParams, src iter.Seq2[bulkObject, error]) error {
 		return err
 	}
 	return t.save(true)
-}
-
-// buildFile writes a new, properly closed table file at path (replacing any
-// file there) from src, with build's contract. Repair uses it to write
-// path.TMP before renaming it over the damaged file; the caller syncs the
-// directory.
-func buildFile(fsys FS, path string, p bulkParams, src iter.Seq2[bulkObject, error]) error {
-	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	t := &Table{path: path, fsys: fsys, f: f}
-	err = t.build(p, src)
-	return errors.Join(err, f.Close())
 }
 
 // InitTable replaces the whole content of the table with the objects of
