@@ -41,6 +41,8 @@ func runChild(role string) int {
 		return writerChild()
 	case "verify":
 		return verifyChild()
+	case "digest":
+		return digestChild()
 	case "build":
 		return buildChild()
 	case "repair":
