@@ -296,5 +296,3 @@ func runRepair(path, mode string, d time.Duration) (time.Duration, bool, error) 
 		}
 	}
 }
-
-func holderChild() int { return 4 }
