@@ -47,6 +47,10 @@ func runChild(role string) int {
 		return buildChild()
 	case "repair":
 		return repairChild()
+	case "forcerepair":
+		return forceRepairChild()
+	case "onesession":
+		return oneSessionChild()
 	case "holder":
 		return holderChild()
 	}

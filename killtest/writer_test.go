@@ -29,7 +29,7 @@ type writerCounts struct {
 // a verifier child repairs the file with AutoRepair and lists it; the
 // listing must hold the acknowledged state, except that the one call in
 // flight may have happened or not, object by object (docs/reliability.md
-// §4 A5). A file is written by up to eight writers in turn, so later ones
+// §4 A5). A file is written by up to sixteen writers in turn, so later ones
 // kill into grown, repaired tables.
 func TestKillWriter(t *testing.T) {
 	seed := familySeed(t)
@@ -57,7 +57,7 @@ func killWriterKind(t *testing.T, seed uint64, kind dets.Kind, kills int) writer
 	var ever map[string]bool
 	failures := 0
 	for k := 0; k < kills && failures < 3; k++ {
-		if k%8 == 0 {
+		if k%16 == 0 {
 			dir = t.TempDir()
 			path = filepath.Join(dir, "t.dets")
 			cur = model.New(model.Kind(kind), 1)
@@ -81,7 +81,7 @@ func killWriterKind(t *testing.T, seed uint64, kind dets.Kind, kills int) writer
 			t.Errorf("seed %d kill %d (child seed %d, %s session, killed %s): %s", seed, k, childSeed, mode, point, fmt.Sprintf(format, args...))
 			keepEvidence(t, seed, dir)
 			failures++
-			k = (k/8+1)*8 - 1 // the next kill starts a fresh file
+			k = (k/16+1)*16 - 1 // the next kill starts a fresh file
 		}
 		recs, _, err := readAckLog(logPath)
 		if err != nil {
