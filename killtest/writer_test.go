@@ -25,7 +25,8 @@ type writerCounts struct {
 
 // TestKillWriter is the writer kill loop (issue #20): for each kind, a
 // writer child runs a seeded mix of calls until SIGKILL, at a moment drawn
-// uniformly over its run or right after it announced a save or a growth;
+// uniformly over its run or (a third of them) right after it announced
+// a save or a growth;
 // a verifier child repairs the file with AutoRepair and lists it; the
 // listing must hold the acknowledged state, except that the one call in
 // flight may have happened or not, object by object (docs/reliability.md
@@ -154,9 +155,17 @@ func runWriter(path, logPath string, kind dets.Kind, mode string, childSeed uint
 	case <-time.After(30 * time.Second):
 		return "", fmt.Errorf("writer child not ready after 30s")
 	}
+	// A third of the kills aim at the n-th announced save or growth (the
+	// kill lands while it runs); the rest fall at a uniform moment.
+	atHint := 0
+	if rng.IntN(3) == 0 {
+		atHint = 1 + rng.IntN(12)
+	}
 	delay := time.Duration(rng.Int64N(int64(500 * time.Millisecond)))
-	timer := time.NewTimer(delay)
-	defer timer.Stop()
+	var timer <-chan time.Time
+	if atHint == 0 {
+		timer = time.After(delay)
+	}
 	hints := 0
 	for {
 		select {
@@ -165,14 +174,13 @@ func runWriter(path, logPath string, kind dets.Kind, mode string, childSeed uint
 				_ = cmd.Wait()
 				return "", fmt.Errorf("writer child ended before the kill: %q", l)
 			}
-			hints++
-			if rng.IntN(16) == 0 {
+			if hints++; hints == atHint {
 				if err := cmd.Process.Kill(); err != nil {
 					return "", err
 				}
 				return fmt.Sprintf("%s (hint %d)", l, hints), nil
 			}
-		case <-timer.C:
+		case <-timer:
 			if err := cmd.Process.Kill(); err != nil {
 				return "", err
 			}
