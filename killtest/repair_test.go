@@ -52,14 +52,21 @@ func buildChild() int {
 func repairChild() int {
 	path := os.Getenv(childPathEnv)
 	fmt.Println("start")
+	writing := false
+	progress := func(p dets.RepairProgress) {
+		if p.Phase == "write" && !writing {
+			writing = true
+			fmt.Println("phase write")
+		}
+	}
 	var err error
 	if os.Getenv(childModeEnv) == "open" {
 		var t *dets.Table
-		if t, err = dets.Open(path, dets.Options{Repair: dets.AutoRepair}); err == nil {
+		if t, err = dets.Open(path, dets.Options{Repair: dets.AutoRepair, Progress: progress}); err == nil {
 			err = t.Close()
 		}
 	} else {
-		_, err = dets.Repair(path, dets.Options{}, nil)
+		_, err = dets.Repair(path, dets.Options{}, progress)
 	}
 	if err != nil {
 		fmt.Println("error:", err)
@@ -162,8 +169,9 @@ func leftovers(path string) []string {
 }
 
 // TestKillRepair kills repairs of a large dirty file (issue #20 item 2)
-// at moments drawn uniformly over a measured repair, a third of them in
-// its last fifth (the build's end and the rename). The next user, a
+// at moments drawn uniformly over a measured repair, a quarter of them
+// late (the build's end and the rename) and a quarter just after the scan
+// (the build's start). The next user, a
 // child that opens with AutoRepair, must find the original dirty file or
 // the finished one, repair or open it to the reference content (same
 // digest), pass Check, and not be stopped by a leftover .TMP or
@@ -194,7 +202,7 @@ func TestKillRepair(t *testing.T) {
 	if err := copyFile(pristine, ref); err != nil {
 		t.Fatal(err)
 	}
-	took, finished, err := runRepair(ref, "repair", -1)
+	took, finished, err := runRepair(ref, "repair", -1, false)
 	if err != nil || !finished {
 		t.Fatalf("reference repair: %v", err)
 	}
@@ -215,12 +223,16 @@ func TestKillRepair(t *testing.T) {
 			t.Fatal(err)
 		}
 		frac := rng.Float64() * 1.05
-		if rng.IntN(3) == 0 {
+		atWrite := false
+		switch rng.IntN(4) {
+		case 0:
 			frac = 0.8 + rng.Float64()*0.3
+		case 1:
+			atWrite, frac = true, rng.Float64()*0.1 // just into the build
 		}
 		mode := []string{"repair", "open"}[rng.IntN(2)]
 		after := time.Duration(frac * float64(took))
-		_, fin, err := runRepair(path, mode, after)
+		_, fin, err := runRepair(path, mode, after, atWrite)
 		if err != nil {
 			t.Fatalf("seed %d kill %d: %v", seed, k, err)
 		}
@@ -229,7 +241,11 @@ func TestKillRepair(t *testing.T) {
 			left++
 		}
 		state, got, err := digestOf(path)
-		point := fmt.Sprintf("%s killed after %v (%.2f of a repair), finished %v, leftovers %v", mode, after, frac, fin, lo)
+		from := "its start"
+		if atWrite {
+			from = "its build's start"
+		}
+		point := fmt.Sprintf("%s killed %v (%.2f of a repair) after %s, finished %v, leftovers %v", mode, after, frac, from, fin, lo)
 		switch {
 		case err != nil:
 			bad++
@@ -259,10 +275,10 @@ func TestKillRepair(t *testing.T) {
 	fmt.Println(line)
 }
 
-// runRepair starts a repair child on path and SIGKILLs it after d from
-// its "start" line (never when d < 0). It returns how long the repair
-// ran and whether it said "done".
-func runRepair(path, mode string, d time.Duration) (time.Duration, bool, error) {
+// runRepair starts a repair child on path and SIGKILLs it d after its
+// "start" line, or with atWrite d after its "phase write" line (never when
+// d < 0). It returns how long the repair ran and whether it said "done".
+func runRepair(path, mode string, d time.Duration, atWrite bool) (time.Duration, bool, error) {
 	cmd := selfCommand("repair", childPathEnv+"="+path, childModeEnv+"="+mode)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -278,13 +294,17 @@ func runRepair(path, mode string, d time.Duration) (time.Duration, bool, error) 
 	}
 	start := time.Now()
 	var timer <-chan time.Time
-	if d >= 0 {
+	if d >= 0 && !atWrite {
 		timer = time.After(d)
 	}
 	for {
 		select {
 		case l, ok := <-lines:
 			switch {
+			case l == "phase write":
+				if d >= 0 && atWrite {
+					timer = time.After(d)
+				}
 			case l == "done":
 				return time.Since(start), true, nil
 			case !ok || strings.HasPrefix(l, "error"):
