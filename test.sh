@@ -67,3 +67,18 @@ GOARCH=386 go test -short -count=1 -timeout 15m ./dets ./internal/lockfile ./exc
 step "go test, linux/arm64 under qemu-user"
 GOARCH=arm64 GODETS_QEMU=qemu-aarch64-static go test -short -count=1 -timeout 10m \
 	-exec qemu-aarch64-static ./etf ./exclusive ./internal/lockfile
+
+# Fuzzing that runs (issue #20): every fuzz target, one at a time (go test
+# -fuzz takes one package and one target), for GODETS_FUZZTIME each: 30s
+# by default, 20m with GODETS_SOAK=1. A crasher is written to
+# testdata/fuzz/<Target>/ in its package, where plain go test replays it
+# from then on; commit it as a regression seed.
+step "go test -fuzz"
+fuzztime=${GODETS_FUZZTIME:-30s}
+if [ "${GODETS_SOAK:-}" = 1 ]; then fuzztime=${GODETS_FUZZTIME:-20m}; fi
+for dir in $(git grep -l '^func Fuzz' -- '*_test.go' | xargs -n1 dirname | sort -u); do
+	for target in $(go test -list '^Fuzz' "./$dir" | grep '^Fuzz'); do
+		echo "   ./$dir $target ($fuzztime)"
+		go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "./$dir"
+	done
+done

@@ -17,4 +17,8 @@
 // testdata/fuzz/<Target>/ and run with plain go test; regenerate them with
 // GODETS_GEN_CORPUS=1 go test -run TestGenCorpus ./fuzz. Fuzz with, e.g.,
 // go test -run '^$' -fuzz '^FuzzOpen$' -fuzztime 60s ./fuzz.
+//
+// go generate ./fuzz does the same.
+//
+//go:generate env GODETS_GEN_CORPUS=1 go test -count=1 -run ^TestGenCorpus$ .
 package fuzz

@@ -1,0 +1,205 @@
+package killtest
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Children are this test binary run again; childEnv selects the role and
+// the other variables carry its parameters.
+const (
+	childEnv     = "GODETS_KILL_CHILD"
+	childPathEnv = "GODETS_KILL_PATH"
+	childLogEnv  = "GODETS_KILL_LOG"
+	childSeedEnv = "GODETS_KILL_CHILD_SEED"
+	childKindEnv = "GODETS_KILL_KIND"
+	childModeEnv = "GODETS_KILL_MODE"
+)
+
+var seedFlag = flag.Uint64("kill.seed", 0, "seed of the kill loops (0: GODETS_KILL_SEED or time-based)")
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(childEnv); role != "" {
+		os.Exit(runChild(role))
+	}
+	os.Exit(m.Run())
+}
+
+func runChild(role string) int {
+	switch role {
+	case "writer":
+		return writerChild()
+	case "verify":
+		return verifyChild()
+	case "digest":
+		return digestChild()
+	case "build":
+		return buildChild()
+	case "repair":
+		return repairChild()
+	case "forcerepair":
+		return forceRepairChild()
+	case "onesession":
+		return oneSessionChild()
+	case "holder":
+		return holderChild()
+	}
+	fmt.Fprintln(os.Stderr, "unknown child role", role)
+	return 4
+}
+
+// familySeed returns the seed of one test, logs it and how to replay it.
+func familySeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := *seedFlag
+	if seed == 0 {
+		if s := os.Getenv("GODETS_KILL_SEED"); s != "" {
+			v, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				t.Fatalf("GODETS_KILL_SEED: %v", err)
+			}
+			seed = v
+		}
+	}
+	if seed == 0 {
+		seed = rand.Uint64()>>1 | 1
+	}
+	t.Logf("seed %d (rerun with -kill.seed=%d or GODETS_KILL_SEED=%d)", seed, seed, seed)
+	return seed
+}
+
+// soak reports whether GODETS_SOAK=1 asks for the long runs.
+func soak() bool { return os.Getenv("GODETS_SOAK") == "1" }
+
+// budget picks the iteration count for the normal, -short and soak runs.
+func budget(normal, short, soakN int) int {
+	switch {
+	case soak():
+		return soakN
+	case testing.Short():
+		return short
+	}
+	return normal
+}
+
+// selfCommand runs this test binary again as a child of the given role.
+// Under a user-mode emulator (GODETS_QEMU, set by test.sh) the child runs
+// through it too.
+func selfCommand(role string, env ...string) *exec.Cmd {
+	var cmd *exec.Cmd
+	if emu := os.Getenv("GODETS_QEMU"); emu != "" {
+		cmd = exec.Command(emu, os.Args[0], "-test.run=^$")
+	} else {
+		cmd = exec.Command(os.Args[0], "-test.run=^$")
+	}
+	cmd.Env = append(append(os.Environ(), childEnv+"="+role), env...)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// ackLog is the child's append-only log of calls: each record is one line,
+// "crc32 payload", fsynced before the child goes on, so after a SIGKILL
+// every record but a torn last one reads back.
+type ackLog struct{ f *os.File }
+
+func createAckLog(path string) (*ackLog, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &ackLog{f: f}, nil
+}
+
+func (l *ackLog) add(fields ...string) error {
+	payload := strings.Join(fields, " ")
+	line := fmt.Sprintf("%08x %s\n", crc32.ChecksumIEEE([]byte(payload)), payload)
+	if _, err := io.WriteString(l.f, line); err != nil {
+		return err
+	}
+	return l.f.Sync()
+}
+
+// readAckLog returns the records of a log as fields. A last line that is
+// cut or fails its checksum is a record torn by the kill and is dropped
+// (torn reports it); a bad line before the last is an error.
+func readAckLog(path string) (recs [][]string, torn bool, err error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	for i, ln := range lines {
+		if ln == "" {
+			continue
+		}
+		last := i == len(lines)-1 || (i == len(lines)-2 && lines[len(lines)-1] == "")
+		ok := strings.HasSuffix(ln, "\n") && len(ln) > 10 && ln[8] == ' '
+		var payload string
+		if ok {
+			payload = ln[9 : len(ln)-1]
+			sum, perr := strconv.ParseUint(ln[:8], 16, 32)
+			ok = perr == nil && uint32(sum) == crc32.ChecksumIEEE([]byte(payload))
+		}
+		if !ok {
+			if last {
+				return recs, true, nil
+			}
+			return nil, false, fmt.Errorf("%s: bad record %d: %q", path, i+1, ln)
+		}
+		recs = append(recs, strings.Fields(payload))
+	}
+	return recs, false, nil
+}
+
+// keepEvidence copies the files of dir to os.TempDir()/godets-kill-<seed>
+// (t.TempDir is removed after the test) and logs where they are.
+func keepEvidence(t *testing.T, seed uint64, dir string) {
+	t.Helper()
+	dst := filepath.Join(os.TempDir(), fmt.Sprintf("godets-kill-%d", seed))
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Logf("keep evidence: %v", err)
+		return
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644)
+		}
+		if err != nil {
+			t.Logf("keep evidence %s: %v", e.Name(), err)
+		}
+	}
+	t.Logf("kept the failing file and acknowledgement logs in %s", dst)
+}
+
+// lineReader reads a child's stdout line by line on a goroutine, so the
+// parent can wait for a line and a timer at once.
+func lineReader(r io.Reader) <-chan string {
+	ch := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<20), 1<<26)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+		close(ch)
+	}()
+	return ch
+}
