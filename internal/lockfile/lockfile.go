@@ -460,6 +460,7 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 
 var (
 	errWouldBlock      = errors.New("lockfile: would block")
+	errDataUnlinked    = errors.New("lockfile: the data file lost its name while it was resolved")
 	errRetryNow        = errors.New("lockfile: released by an abandoned waiter; try again")
 	errSidecarReplaced = errors.New("lockfile: sidecar replaced")
 	errStaleResolve    = errors.New("lockfile: tentative resolution is stale")
@@ -481,6 +482,20 @@ func Resolve(path string, h *Hooks) (*Target, error) {
 // (see Target.tentative) when a parked descriptor says path was resolved
 // before.
 func resolve(path string, h *Hooks, tentativeOK bool) (*Target, error) {
+	for tries := 0; ; tries++ {
+		t, err := resolveOnce(path, h, tentativeOK)
+		if err != errDataUnlinked {
+			return t, err
+		}
+		if tries >= maxIdentityRetries {
+			return nil, &AliasError{Kind: IdentityChanged, Path: path}
+		}
+	}
+}
+
+// resolveOnce is one try of resolve. It gives errDataUnlinked when the data
+// file it found lost its name before it could be checked.
+func resolveOnce(path string, h *Hooks, tentativeOK bool) (*Target, error) {
 	if path == "" {
 		return nil, &AliasError{Kind: InvalidName, Path: path}
 	}
@@ -615,6 +630,11 @@ func (t *Target) checkDataInfo(st statInfo, h *Hooks) error {
 		return &AliasError{Kind: IdentityChanged, Path: t.Data}
 	case !st.mode.IsRegular():
 		return &AliasError{Kind: NonRegularData, Path: t.Data}
+	case st.nlink == 0:
+		// The file was found by an open and then lost its name before
+		// the stat: another owner's repair renamed its rebuilt file over
+		// the path, or the file was removed. Not an alias: look again.
+		return errDataUnlinked
 	case st.nlink != 1:
 		return &AliasError{Kind: HardLinkedData, Path: t.Data}
 	}
