@@ -8,9 +8,13 @@ package etf
 // Validate, Phash2 and CompareExact are the same operations on terms.
 //
 // Raw has no state; its zero value is its only value, so a call costs what
-// a plain function call costs:
+// a plain function call costs. A variable of it reads best (in an if or
+// for header, etf.Raw{} would need parentheses):
 //
-//	h, ok := etf.Raw{}.Phash2Body(body)
+//	var raw etf.Raw
+//	if h, ok := raw.Phash2Body(body); ok {
+//		// use h
+//	}
 //
 // The rules for the bytes:
 //
@@ -45,8 +49,8 @@ func (Raw) DecodeBody(b []byte) (Term, error) {
 }
 
 // DecodeOne is Decode, returning the term as the only element of a new
-// slice, as a lookup returns it. For a pair of binaries of up to
-// onePairMax bytes, the slice's array, the tuple, its headers and the
+// slice, as a lookup returns it. For a pair of binaries of up to 512
+// bytes (onePairMax), the slice's array, the tuple, its headers and the
 // bytes share one allocation instead of three.
 func (Raw) DecodeOne(b []byte) ([]Term, error) {
 	if one := decodeOnePair(b); one != nil {
