@@ -47,7 +47,7 @@ type group struct {
 // keySpan returns the bytes of element keyPos in the tuple enc encodes, or
 // nil when enc is not a plain tuple encoding with that many elements.
 func keySpan(enc []byte, keyPos int) []byte {
-	s, e, ok := etf.TupleElement(enc, keyPos)
+	s, e, ok := encodings.TupleElement(enc, keyPos)
 	if !ok {
 		return nil
 	}
@@ -64,7 +64,7 @@ func (g *group) keyTerm(keyPos int) (etf.Term, error) {
 	var k etf.Term
 	var err error
 	if g.kenc != nil {
-		k, err = etf.DecodeBody(g.kenc)
+		k, err = encodings.DecodeBody(g.kenc)
 	} else {
 		var t etf.Term
 		if t, err = g.objs[0].decoded(); err == nil {
@@ -91,7 +91,7 @@ type keyArg struct {
 
 func (k *keyArg) decoded() etf.Term {
 	if k.term == nil {
-		k.term, _ = etf.DecodeBody(k.enc)
+		k.term, _ = encodings.DecodeBody(k.enc)
 	}
 	return k.term
 }
@@ -103,7 +103,7 @@ func cmpGroupKey(g *group, k *keyArg, keyPos int) int {
 		if bytes.Equal(g.kenc, k.enc) {
 			return 0
 		}
-		if c, ok := etf.CompareBodies(g.kenc, k.enc); ok {
+		if c, ok := encodings.CompareBodies(g.kenc, k.enc); ok {
 			return c
 		}
 	}
@@ -323,7 +323,7 @@ func lookupInBody(kind Kind, keyPos int, body []byte, key *keyArg, wantObjs bool
 	var out []etf.Term
 	found := false
 	// match reports whether the object enc holds key. Only the key is
-	// checked first (TupleElement validates it as a decode would): an
+	// checked first (Raw.TupleElement validates it as a decode would): an
 	// object that does not match is not returned, and the one that does
 	// is checked whole, by its decoding or here.
 	match := func(enc []byte, off int) (bool, *bucketError) {
@@ -364,7 +364,7 @@ func lookupInBody(kind Kind, keyPos int, body []byte, key *keyArg, wantObjs bool
 			if wantObjs {
 				// A set's one object: the result slice and the
 				// object can share an allocation.
-				objs, err := decodeOne(enc)
+				objs, err := encodings.DecodeOne(enc)
 				var o etf.Term
 				if err == nil {
 					o = objs[0]
@@ -477,7 +477,7 @@ func sameObject(a, b *object) bool {
 		return true
 	}
 	if len(a.enc) > 1 && len(b.enc) > 1 {
-		if c, ok := etf.CompareBodies(a.enc[1:], b.enc[1:]); ok {
+		if c, ok := encodings.CompareBodies(a.enc[1:], b.enc[1:]); ok {
 			return c == 0
 		}
 	}

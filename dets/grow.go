@@ -194,7 +194,7 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 // groupHash returns the phash2 of g's key, from its encoding when it can.
 func groupHash(g *group, keyPos int) (uint32, error) {
 	if g.kenc != nil {
-		if h, ok := etf.Phash2Body(g.kenc); ok {
+		if h, ok := encodings.Phash2Body(g.kenc); ok {
 			return h, nil
 		}
 	}

@@ -333,10 +333,10 @@ func (s *scanner) proveObject(enc []byte) (ok bool, kenc []byte, key etf.Term, h
 		return false, nil, nil, 0
 	}
 	if kenc = keySpan(enc, s.keyPos); kenc != nil {
-		if h, ok := etf.Phash2Body(kenc); ok {
+		if h, ok := encodings.Phash2Body(kenc); ok {
 			return true, kenc, nil, h
 		}
-		k, err := etf.DecodeBody(kenc)
+		k, err := encodings.DecodeBody(kenc)
 		if err != nil {
 			return false, nil, nil, 0
 		}
@@ -359,7 +359,7 @@ func sameKey(a, b *scanCand) bool {
 		if bytes.Equal(a.kenc, b.kenc) {
 			return true
 		}
-		if c, ok := etf.CompareBodies(a.kenc, b.kenc); ok {
+		if c, ok := encodings.CompareBodies(a.kenc, b.kenc); ok {
 			return c == 0
 		}
 	}
@@ -369,7 +369,7 @@ func sameKey(a, b *scanCand) bool {
 // keyTerm returns c's key, decoding it on first use.
 func (c *scanCand) keyTerm() etf.Term {
 	if c.key == nil && c.kenc != nil {
-		c.key, _ = etf.DecodeBody(c.kenc)
+		c.key, _ = encodings.DecodeBody(c.kenc)
 	}
 	return c.key
 }

@@ -88,7 +88,7 @@ type scanState struct {
 	refs      []scanRef
 	objs      []etf.Term // scanDecode's objects of one bucket
 	out       []etf.Term // objects decoded from the map (inOut), or of one bucket
-	bd        etf.BatchDecoder
+	bd        etf.RawBatch
 
 	// Copied under the lock: InitTable may rewrite kind and keyPos.
 	kind   Kind
@@ -116,7 +116,7 @@ func (st *scanState) release() {
 	st.objs = st.objs[:0]
 	clear(st.out)
 	st.out = st.out[:0]
-	st.bd = etf.BatchDecoder{} // let the decoded terms' chunks go
+	st.bd = etf.RawBatch{} // let the decoded terms' chunks go
 	if cap(st.buf) > 2*scanRead {
 		st.buf = nil
 	}

@@ -4,17 +4,20 @@ import (
 	"encoding/binary"
 )
 
-// BatchDecoder decodes many terms (Decode), sharing backing arrays between
-// them: tuple elements, binaries' bytes, and the headers of boxed tuples
-// and binaries (see unsafe.go), or all of these together for a pair of
-// binaries. Decoding a batch of small terms costs a small
-// fraction of an allocation per term: the dets engine's common object,
-// {Binary, Binary}, takes about 1/80 of one instead of Decode's 3.
+// RawBatch decodes many encodings in a row, as a storage engine's scan
+// does: each Decode is the package's Decode, but the results share
+// backing arrays (tuple elements, binaries' bytes, and the headers of
+// boxed tuples and binaries, see unsafe.go, or all of these together for
+// a pair of binaries). A batch of small terms then costs a small fraction
+// of an allocation per term: the dets engine's common object, {Binary,
+// Binary}, takes about 1/80 of one instead of Decode's 3. It belongs with
+// Raw and follows its rules for the bytes.
+//
 // Results never alias the input, and are never reused or written by later
 // calls; but one retained term keeps the shared chunks it lives in alive
-// (tens of KiB at most). The zero value is ready to use; a BatchDecoder is
+// (tens of KiB at most). The zero value is ready to use; a RawBatch is
 // not safe for concurrent use.
-type BatchDecoder struct {
+type RawBatch struct {
 	terms []Term   // tuple elements
 	bytes []byte   // binaries' bytes
 	bins  []Binary // headers of boxed binaries
@@ -68,7 +71,7 @@ func chunkCap[T any](old []T, first int) int {
 const batchChunkMax = 32<<10 - 8
 
 // Decode is the package's Decode, drawing on bd's shared chunks.
-func (bd *BatchDecoder) Decode(b []byte) (Term, error) {
+func (bd *RawBatch) Decode(b []byte) (Term, error) {
 	if t := bd.flatPair(b); t != nil {
 		return t, nil
 	}
@@ -85,7 +88,7 @@ func (bd *BatchDecoder) Decode(b []byte) (Term, error) {
 // of binaries, <<131, SMALL_TUPLE_EXT, N, (BINARY_EXT Len Bytes)*N>>, as
 // the general decoder would, only faster. Anything else, including
 // anything invalid, it leaves to the general decoder: it returns nil.
-func (bd *BatchDecoder) flatTuple(b []byte) Term {
+func (bd *RawBatch) flatTuple(b []byte) Term {
 	// Check the whole input before taking space from the chunks.
 	n, ends, ok := flatShape(b, batchMaxBinary)
 	if !ok {
@@ -128,7 +131,7 @@ func (bd *BatchDecoder) flatTuple(b []byte) Term {
 // L2:32, B2:L2>>: it checks the two lengths directly and keeps the tuple's
 // header, elements and binary headers in one chunk entry. Anything else it
 // leaves to flatTuple and the general decoder: it returns nil.
-func (bd *BatchDecoder) flatPair(b []byte) Term {
+func (bd *RawBatch) flatPair(b []byte) Term {
 	const minLen = flatData + binHead // two empty binaries
 	if len(b) < minLen || b[0] != tagVersion || b[1] != tagSmallTuple || b[2] != 2 || b[3] != tagBinary || !boxOK {
 		return nil

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// randomBatchTerm returns a term of the shapes BatchDecoder treats
+// randomBatchTerm returns a term of the shapes RawBatch treats
 // specially (tuples of binaries, flat or nested, of every size around the
 // limits) or, a third of the time, any random term.
 func randomBatchTerm(r *rand.Rand) Term {
@@ -85,9 +85,9 @@ func sameTerm(t *testing.T, what string, got, want Term) {
 // conversions to any and formatting.
 func TestBatchBoxing(t *testing.T) {
 	if !boxOK {
-		t.Fatal("termOfBinary does not build the terms conversions do: BatchDecoder falls back to allocating")
+		t.Fatal("termOfBinary does not build the terms conversions do: RawBatch falls back to allocating")
 	}
-	var bd BatchDecoder
+	var bd RawBatch
 	got, err := bd.Decode(mustEncode(t, Tuple{Binary("key"), Binary{}}))
 	if err != nil {
 		t.Fatal(err)
@@ -117,11 +117,11 @@ func TestBatchBoxing(t *testing.T) {
 }
 
 // TestBatchMatchesDecode: for random terms (seeded: -etf.seed), and for
-// truncated and corrupted encodings of them, BatchDecoder gives exactly
+// truncated and corrupted encodings of them, RawBatch gives exactly
 // Decode's result: the same Go types and values, or the same error.
 func TestBatchMatchesDecode(t *testing.T) {
 	r := rand.New(rand.NewSource(testSeed(t)))
-	var bd BatchDecoder
+	var bd RawBatch
 	for i := range 4000 {
 		enc := mustEncode(t, randomBatchTerm(r))
 		inputs := [][]byte{enc, enc[:r.Intn(len(enc))]}
@@ -158,7 +158,7 @@ func TestBatchPairMatchesDecode(t *testing.T) {
 		}
 		return r.Intn(300)
 	}
-	var bd BatchDecoder
+	var bd RawBatch
 	for i := range 3000 {
 		k, v := make(Binary, size()), make(Binary, size())
 		r.Read(k)
@@ -217,7 +217,7 @@ func TestBatchPairMatchesDecode(t *testing.T) {
 // TestBatchIsolation: a decoded term shares chunks with its neighbours but
 // never memory they can reach: writing through one changes no other.
 func TestBatchIsolation(t *testing.T) {
-	var bd BatchDecoder
+	var bd RawBatch
 	var got []Term
 	for i := range 300 {
 		got = append(got, mustDecodeBatch(t, &bd, Tuple{Binary{byte(i)}, Binary{byte(i), 1}}))
@@ -237,7 +237,7 @@ func TestBatchIsolation(t *testing.T) {
 	}
 }
 
-func mustDecodeBatch(t *testing.T, bd *BatchDecoder, x Term) Term {
+func mustDecodeBatch(t *testing.T, bd *RawBatch, x Term) Term {
 	t.Helper()
 	got, err := bd.Decode(mustEncode(t, x))
 	if err != nil {
@@ -248,7 +248,7 @@ func mustDecodeBatch(t *testing.T, bd *BatchDecoder, x Term) Term {
 
 // TestBatchTermsSurviveGC: terms stay intact when collections run while
 // they are decoded (write barriers) and afterwards, when only a few of
-// them, and not the BatchDecoder, keep their chunks alive, and freed
+// them, and not the RawBatch, keep their chunks alive, and freed
 // memory is reused for garbage. Seeded: -etf.seed.
 func TestBatchTermsSurviveGC(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(5))
@@ -277,7 +277,7 @@ func TestBatchTermsSurviveGC(t *testing.T) {
 	}()
 	kept := map[int]Term{}
 	func() {
-		var bd BatchDecoder
+		var bd RawBatch
 		for i, enc := range encs {
 			got, err := bd.Decode(enc)
 			if err != nil {
@@ -317,7 +317,7 @@ func TestBatchAllocs(t *testing.T) {
 		encs[i] = mustEncode(t, Tuple{make(Binary, 16), Binary(bytes.Repeat([]byte{byte(i)}, 100))})
 	}
 	allocs := testing.AllocsPerRun(20, func() {
-		var bd BatchDecoder
+		var bd RawBatch
 		for _, enc := range encs {
 			if _, err := bd.Decode(enc); err != nil {
 				t.Fatal(err)
@@ -332,7 +332,7 @@ func TestBatchAllocs(t *testing.T) {
 // TestBatchChunksSmall: however long the batch, no chunk is larger than
 // batchChunkMax bytes, though the bytes' chunks grow up to near it.
 func TestBatchChunksSmall(t *testing.T) {
-	var bd BatchDecoder
+	var bd RawBatch
 	encs := [][]byte{
 		mustEncode(t, Tuple{Binary("key"), Binary(bytes.Repeat([]byte{7}, 100))}),
 		mustEncode(t, Tuple{Binary("k"), Binary("v"), Binary("w")}),
@@ -358,14 +358,14 @@ func TestBatchChunksSmall(t *testing.T) {
 	check("pairs", cap(bd.pairs), sizeOf[flat2]())
 }
 
-// FuzzBatchDecode: BatchDecoder agrees with Decode on any input.
+// FuzzBatchDecode: RawBatch agrees with Decode on any input.
 func FuzzBatchDecode(f *testing.F) {
 	fuzzSeeds(f)
 	f.Add(hx("83 68 02 6d 00000002 6162 6d 00000000"))
 	f.Add(hx("83 68 02 6d 00000002 6162 6d 00000001"))
 	f.Add(hx("83 68 01 6d 00000002 616263"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var bd BatchDecoder
+		var bd RawBatch
 		want, werr := Decode(b)
 		got, gerr := bd.Decode(b)
 		if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
@@ -378,14 +378,14 @@ func FuzzBatchDecode(f *testing.F) {
 }
 
 // BenchmarkBatchDecode decodes the dets engine's common object,
-// {<<16 bytes>>, <<100 bytes>>}, with a BatchDecoder, keeping each result
+// {<<16 bytes>>, <<100 bytes>>}, with a RawBatch, keeping each result
 // only until the next (as a traversal's caller usually does).
 func BenchmarkBatchDecode(b *testing.B) {
 	enc, err := Encode(benchKey)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var bd BatchDecoder
+	var bd RawBatch
 	b.SetBytes(int64(len(enc)))
 	b.ReportAllocs()
 	for b.Loop() {

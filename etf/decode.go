@@ -117,7 +117,7 @@ func Decode(b []byte) (Term, error) {
 
 // decodeWhole decodes the uncompressed term after b's version byte, which
 // must fill b; with bd, small values come from its shared chunks.
-func decodeWhole(b []byte, bd *BatchDecoder) (Term, error) {
+func decodeWhole(b []byte, bd *RawBatch) (Term, error) {
 	d := decoder{b: b, off: 1, batch: bd}
 	t, err := d.term(0)
 	if err != nil {
@@ -188,9 +188,9 @@ func decodeCompressed(b []byte) (Term, error) {
 type decoder struct {
 	b        []byte
 	off      int
-	inflated bool          // offsets refer to decompressed data
-	arena    []byte        // backing store for binaries' bytes (see clone)
-	batch    *BatchDecoder // shared backing stores, or nil
+	inflated bool      // offsets refer to decompressed data
+	arena    []byte    // backing store for binaries' bytes (see clone)
+	batch    *RawBatch // shared backing stores, or nil
 }
 
 // clone copies n bytes of input from d.off for a binary, moving past them.

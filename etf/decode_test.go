@@ -461,12 +461,12 @@ func TestDecodeNoHugeAlloc(t *testing.T) {
 	}
 }
 
-// TestBatchDecoder: BatchDecoder.Decode gives Decode's result (or error)
+// TestRawBatch: RawBatch.Decode gives Decode's result (or error)
 // for random terms and for the fuzz seeds, its results never share memory
 // with the input, and later decodes never change earlier results.
-func TestBatchDecoder(t *testing.T) {
+func TestRawBatch(t *testing.T) {
 	r := rand.New(rand.NewSource(testSeed(t)))
-	var bd BatchDecoder
+	var bd RawBatch
 	type done struct {
 		enc  []byte
 		term Term
@@ -531,7 +531,7 @@ func mustEncode(t *testing.T, x Term) []byte {
 // range of a 32-bit platform (run GOARCH=386 go test), are typed errors
 // in every walker, never wrapped into negative offsets.
 func TestHugeLengthFields(t *testing.T) {
-	var bd BatchDecoder
+	var bd RawBatch
 	for _, b := range [][]byte{
 		hx("83 68 02 6d fffffff7 00 00 00"), // as an int32, -9: back before the input
 		hx("83 68 01 6d ffffffff 00 00 00"),
@@ -555,24 +555,24 @@ func TestHugeLengthFields(t *testing.T) {
 		if err := Validate(b); !errors.As(err, &de) {
 			t.Errorf("Validate(%x): %v", b, err)
 		}
-		if _, err := DecodeOne(b); !errors.As(err, &de) {
-			t.Errorf("DecodeOne(%x): %v", b, err)
+		if _, err := raw.DecodeOne(b); !errors.As(err, &de) {
+			t.Errorf("raw.DecodeOne(%x): %v", b, err)
 		}
 		if _, err := bd.Decode(b); !errors.As(err, &de) {
-			t.Errorf("BatchDecoder.Decode(%x): %v", b, err)
+			t.Errorf("RawBatch.Decode(%x): %v", b, err)
 		}
-		if _, err := DecodeBody(b[1:]); !errors.As(err, &de) {
-			t.Errorf("DecodeBody(%x): %v", b[1:], err)
+		if _, err := raw.DecodeBody(b[1:]); !errors.As(err, &de) {
+			t.Errorf("raw.DecodeBody(%x): %v", b[1:], err)
 		}
-		if _, ok := Phash2Body(b[1:]); ok {
-			t.Errorf("Phash2Body(%x) hashes it", b[1:])
+		if _, ok := raw.Phash2Body(b[1:]); ok {
+			t.Errorf("raw.Phash2Body(%x) hashes it", b[1:])
 		}
-		if _, ok := CompareBodies(b[1:], b[1:]); ok {
-			t.Errorf("CompareBodies(%x) compares it", b[1:])
+		if _, ok := raw.CompareBodies(b[1:], b[1:]); ok {
+			t.Errorf("raw.CompareBodies(%x) compares it", b[1:])
 		}
 		for pos := 1; pos <= 2; pos++ {
-			if _, end, ok := TupleElement(b, pos); ok && end > len(b) {
-				t.Errorf("TupleElement(%x, %d) ends at %d", b, pos, end)
+			if _, end, ok := raw.TupleElement(b, pos); ok && end > len(b) {
+				t.Errorf("raw.TupleElement(%x, %d) ends at %d", b, pos, end)
 			}
 		}
 	}

@@ -15,7 +15,7 @@ import (
 // Terms built by termOfTuple and termOfBinary (see unsafe.go), and one
 // more holds the bytes: two allocations. The terms are the ones the general decoder returns.
 
-// flat2 is also BatchDecoder's chunk entry for a pair (batch.go).
+// flat2 is also RawBatch's chunk entry for a pair (batch.go).
 type flat2 struct {
 	tup   Tuple
 	bins  [2]Binary
@@ -60,21 +60,6 @@ func decodeFlat(b []byte) Term {
 	fillFlat(t, bins, data, &ends)
 	*tup = t
 	return termOfTuple(tup)
-}
-
-// DecodeOne is Decode, returning the term as the only element of a new
-// slice, as a lookup returns it. For a pair of binaries of up to
-// onePairMax bytes, the slice's array, the tuple, its headers and the
-// bytes share one allocation instead of three.
-func DecodeOne(b []byte) ([]Term, error) {
-	if one := decodeOnePair(b); one != nil {
-		return one, nil
-	}
-	t, err := Decode(b)
-	if err != nil {
-		return nil, err
-	}
-	return []Term{t}, nil
 }
 
 // onePairN holds a DecodeOne result whose pair has up to N bytes of

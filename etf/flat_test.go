@@ -191,7 +191,7 @@ func TestDecodeOneMatchesDecode(t *testing.T) {
 		if decodeOnePair(b) != nil {
 			one++
 		}
-		got, gerr := DecodeOne(b)
+		got, gerr := raw.DecodeOne(b)
 		want, werr := Decode(b)
 		if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
 			t.Fatalf("case %d (% x): errors %v and %v", i, b, gerr, werr)
@@ -226,7 +226,7 @@ func TestDecodeOneAllocs(t *testing.T) {
 			want = 3
 		}
 		got := testing.AllocsPerRun(200, func() {
-			if _, err := DecodeOne(b); err != nil {
+			if _, err := raw.DecodeOne(b); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -241,8 +241,8 @@ func TestDecodeOneAllocs(t *testing.T) {
 // collections while freed memory is refilled.
 func TestDecodeOneIsolation(t *testing.T) {
 	b, _ := Encode(Tuple{Binary("key"), Binary("value")})
-	r1, _ := DecodeOne(b)
-	r2, _ := DecodeOne(b)
+	r1, _ := raw.DecodeOne(b)
+	r2, _ := raw.DecodeOne(b)
 	clear(b)
 	k := r1[0].(Tuple)[0].(Binary)
 	_ = append(k, "XXXXXXXX"...) // past the 5 header bytes, into the value if k could grow
@@ -256,7 +256,7 @@ func TestDecodeOneIsolation(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		one, err := DecodeOne(b)
+		one, err := raw.DecodeOne(b)
 		if err != nil {
 			return nil, err
 		}

@@ -39,12 +39,12 @@ func FuzzDecode(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var bd BatchDecoder
+		var bd RawBatch
 		if _, problems := walkerVerdict(&bd, b); len(problems) > 0 {
 			t.Fatal(problems[0])
 		}
 		term, err := Decode(b)
-		one, oerr := DecodeOne(b)
+		one, oerr := raw.DecodeOne(b)
 		if (err == nil) != (oerr == nil) || (err != nil && err.Error() != oerr.Error()) {
 			t.Fatalf("Decode error %v, DecodeOne error %v", err, oerr)
 		}

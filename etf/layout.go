@@ -4,7 +4,7 @@ import "encoding/binary"
 
 // The layout of each tag of the external format, in one table that every
 // walker reads: decoder.term and decoder.skip (through head and needBody),
-// hashBody, cmpBody, TupleElement and tagType (through headerOf), and
+// hashBody, cmpBody, Raw.TupleElement and tagType (through headerOf), and
 // flatShape, whose fast path uses the same constants. A term is its tag, a
 // header of fixed size, then a body whose length the header's count gives:
 // bytes, sub-terms, or key-value pairs. What a walker does with the parts
@@ -37,7 +37,7 @@ type tagLayout struct {
 
 // Header sizes of the commonest tags, which the table is built from and
 // which the fast paths (hashBody, cmpBody, flatShape and their helpers)
-// use without reading the table, which measurably slowed Phash2Body.
+// use without reading the table, which measurably slowed Raw.Phash2Body.
 const (
 	smallIntegerHeader = 1 // SMALL_INTEGER_EXT: Int:8 (the whole term)
 	integerHeader      = 4 // INTEGER_EXT: Int:32

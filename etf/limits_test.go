@@ -377,7 +377,7 @@ func withSize(fun []byte, size uint32) []byte {
 }
 
 func TestLimits(t *testing.T) {
-	var bd BatchDecoder
+	var bd RawBatch
 	for _, c := range limitCases() {
 		got, problems := walkerVerdict(&bd, c.enc)
 		for _, p := range problems {

@@ -179,7 +179,7 @@ func TestOTPMutants(t *testing.T) {
 	if testing.Short() {
 		n = 5000
 	}
-	var bd BatchDecoder
+	var bd RawBatch
 	var encs [][]byte
 	skipped := 0
 	for len(encs) < n {

@@ -7,11 +7,12 @@ import (
 	"unicode/utf8"
 )
 
-// Working on encoded terms without building them.
+// Working on encoded terms without building them: Validate, and the
+// walkers behind Raw's TupleElement, Phash2Body and CompareBodies (raw.go).
 //
-// These functions let a caller that stores term_to_binary bytes (DETS keeps
-// every object encoded) validate, slice, hash and order encodings without
-// the allocations of Decode. They never allocate for the common types
+// They let a caller that stores term_to_binary bytes (DETS keeps every
+// object encoded) validate, slice, hash and order encodings without the
+// allocations of Decode. They never allocate for the common types
 // (integers, atoms, binaries, tuples, [], strings); where an encoding is
 // outside what they handle, they say so (ok false) and the caller decodes.
 //
@@ -39,46 +40,6 @@ func Validate(b []byte) error {
 		return derr(d.off, "%d trailing bytes after the term", len(b)-d.off)
 	}
 	return nil
-}
-
-// DecodeBody decodes one term body (no version byte) that must fill b
-// exactly. Like Decode, the result never aliases b.
-func DecodeBody(b []byte) (Term, error) {
-	d := decoder{b: b}
-	t, err := d.term(0)
-	if err != nil {
-		return nil, err
-	}
-	if d.off != len(b) {
-		return nil, derr(d.off, "%d trailing bytes after the term", len(b)-d.off)
-	}
-	return t, nil
-}
-
-// TupleElement returns the byte span [start, end) in b of element pos
-// (1-based) of the tuple that b encodes (b starts with the version byte).
-// ok is false when b is compressed, not a tuple, has fewer than pos
-// elements, or is malformed before the end of that element. Elements
-// before pos are validated as Decode would; the rest of b is not looked at.
-func TupleElement(b []byte, pos int) (start, end int, ok bool) {
-	if len(b) < 3 || b[0] != tagVersion || pos < 1 {
-		return 0, 0, false
-	}
-	l, hdr, n, ok := headerOf(b[1:])
-	if !ok || l.body != bodyTerms {
-		return 0, 0, false
-	}
-	d := decoder{b: b, off: 1 + hdr}
-	if uint64(pos) > n {
-		return 0, 0, false
-	}
-	for i := 1; i <= pos; i++ {
-		start = d.off
-		if d.skip(1) != nil {
-			return 0, 0, false
-		}
-	}
-	return start, d.off, true
 }
 
 // skip validates the term at d.off exactly as term would decode it, and
@@ -200,18 +161,6 @@ func (d *decoder) skipList(depth int) error {
 	}
 }
 
-// Phash2Body returns erlang:phash2 of the term that body encodes, without
-// decoding it, for integers (SMALL_INTEGER_EXT, INTEGER_EXT), atoms,
-// binaries, [] and tuples of those. ok is false for any other encoding, or
-// when body is not exactly one such term; then decode and use Phash2.
-func Phash2Body(body []byte) (h uint32, ok bool) {
-	h, n, ok := hashBody(body, 0, 0)
-	if !ok || n != len(body) {
-		return 0, false
-	}
-	return h & phash2Mask, true
-}
-
 // hashBody mixes the term at the start of b into h and returns the bytes
 // it took.
 func hashBody(b []byte, h uint32, depth int) (uint32, int, bool) {
@@ -309,22 +258,6 @@ func atomHashBytes(s []byte, isUTF8 bool) uint32 {
 		}
 	}
 	return h
-}
-
-// CompareBodies compares the terms that two bodies encode in CompareExact
-// order, without decoding them. It handles integers (SMALL_INTEGER_EXT,
-// INTEGER_EXT), atoms in UTF-8 or ASCII text, binaries (BINARY_EXT), []
-// and tuples of those, and terms of different types when the tags alone
-// tell the types apart. ok is false otherwise (including malformed input);
-// then decode and use CompareExact. Equal terms can have different
-// encodings (a Latin-1 and a UTF-8 atom), so callers must not compare
-// bodies byte by byte except as a shortcut for equality.
-func CompareBodies(a, b []byte) (c int, ok bool) {
-	c, na, nb, ok := cmpBody(a, b, 0)
-	if !ok || na != len(a) || nb != len(b) {
-		return 0, false
-	}
-	return c, true
 }
 
 // cmpBody compares the terms at the starts of a and b; when they are equal

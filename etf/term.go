@@ -18,6 +18,13 @@
 //
 // Terms built with these types compare with Compare and Equal as Erlang does.
 // Use the constructors (NewInt, Str, ...) to get normalized values.
+//
+// # Terms kept as encodings
+//
+// Raw and RawBatch are for storage engines that keep terms as their
+// encodings and hash, order, slice and decode them without building terms
+// or with fewer allocations (the dets engine does). Other programs need
+// neither. Raw's doc has the rules for the bytes they take.
 package etf
 
 import (

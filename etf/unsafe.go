@@ -13,8 +13,8 @@ package etf
 // Converting a Binary or a Tuple (slice types, 24-byte headers) to a Term
 // copies the header into a new heap object: one allocation per value. For
 // the dets engine's common object, {Binary, Binary}, that is three of the
-// few allocations left per decoded object. BatchDecoder, decodeFlat and
-// DecodeOne instead write the headers into memory they allocate anyway
+// few allocations left per decoded object. RawBatch, decodeFlat and
+// Raw.DecodeOne instead write the headers into memory they allocate anyway
 // (shared chunks, or one struct per object: see batch.go and flat.go) and
 // build each Term from two words: the interface's type word, taken once
 // from an ordinarily boxed value, and a pointer to the header.
@@ -30,11 +30,11 @@ package etf
 // This relies on the runtime's layout of a non-empty interface (type word,
 // then data pointer), unchanged since Go 1.0; boxOK checks it against
 // ordinary conversions, and when it does not hold the flat decoders step
-// aside and BatchDecoder boxes the usual way.
+// aside and RawBatch boxes the usual way.
 //
 // 2. Chunks of bytes that are not zeroed first (noZeroBytes).
 //
-// BatchDecoder copies binaries' bytes into shared chunks, and every byte
+// RawBatch copies binaries' bytes into shared chunks, and every byte
 // of a chunk is written before a slice capped at it is handed out, so
 // zeroing the chunk first is wasted work on every traversal. The
 // standard library allocates without zeroing only for

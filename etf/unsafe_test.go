@@ -17,7 +17,7 @@ import (
 // given rather than to a copy.
 func TestInterfaceLayout(t *testing.T) {
 	if !boxOK {
-		t.Fatal("the interface layout changed: the flat decoders and BatchDecoder box the slow way")
+		t.Fatal("the interface layout changed: the flat decoders and RawBatch box the slow way")
 	}
 	if got, want := unsafe.Sizeof(Term(nil)), 2*unsafe.Sizeof(uintptr(0)); got != want {
 		t.Fatalf("a Term is %d bytes, want %d (type word and data pointer)", got, want)
@@ -116,7 +116,7 @@ func BenchmarkDecodeOne(b *testing.B) {
 	b.SetBytes(int64(len(enc)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := DecodeOne(enc); err != nil {
+		if _, err := raw.DecodeOne(enc); err != nil {
 			b.Fatal(err)
 		}
 	}

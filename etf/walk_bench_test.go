@@ -13,7 +13,7 @@ func BenchmarkPhash2Body(b *testing.B) {
 	b.ReportAllocs()
 	var sink uint32
 	for b.Loop() {
-		h, ok := Phash2Body(enc[1:])
+		h, ok := raw.Phash2Body(enc[1:])
 		if !ok {
 			b.Fatal("Phash2Body refused the object")
 		}
@@ -36,7 +36,7 @@ func BenchmarkCompareBodies(b *testing.B) {
 	b.ReportAllocs()
 	var sink int
 	for b.Loop() {
-		c, ok := CompareBodies(x[1:], y[1:])
+		c, ok := raw.CompareBodies(x[1:], y[1:])
 		if !ok {
 			b.Fatal("CompareBodies refused the objects")
 		}
@@ -53,7 +53,7 @@ func BenchmarkTupleElement(b *testing.B) {
 	b.ReportAllocs()
 	var sink int
 	for b.Loop() {
-		s, e, ok := TupleElement(enc, 3)
+		s, e, ok := raw.TupleElement(enc, 3)
 		if !ok {
 			b.Fatal("TupleElement refused the object")
 		}

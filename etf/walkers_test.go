@@ -16,10 +16,10 @@ import (
 // here and in mutant_otp_test.go feed it random damage of valid encodings.
 
 // walkerVerdict reports whether Decode accepts b, and every way in which
-// another walker (Validate, DecodeOne, BatchDecoder, DecodeBody,
+// another walker (Validate, DecodeOne, RawBatch, DecodeBody,
 // TupleElement, Phash2Body, CompareBodies, and Encode of the result)
 // disagrees with it.
-func walkerVerdict(bd *BatchDecoder, b []byte) (bool, []string) {
+func walkerVerdict(bd *RawBatch, b []byte) (bool, []string) {
 	var problems []string
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	term, err := Decode(b)
@@ -43,15 +43,15 @@ func walkerVerdict(bd *BatchDecoder, b []byte) (bool, []string) {
 	if verr != nil && err != nil && verr.Error() != err.Error() {
 		bad("Validate error %q, Decode %q", verr, err)
 	}
-	one, oerr := DecodeOne(b)
+	one, oerr := raw.DecodeOne(b)
 	same("DecodeOne", oerr)
 	if oerr == nil && ok && (len(one) != 1 || !Equal(one[0], term)) {
 		bad("DecodeOne gives another term")
 	}
 	bt, berr := bd.Decode(b)
-	same("BatchDecoder.Decode", berr)
+	same("RawBatch.Decode", berr)
 	if berr == nil && ok && !Equal(bt, term) {
-		bad("BatchDecoder.Decode gives another term")
+		bad("RawBatch.Decode gives another term")
 	}
 	if len(b) >= 2 && b[0] == tagVersion && b[1] != tagCompressed {
 		walkBody(b, ok, term, bad)
@@ -71,17 +71,17 @@ func walkerVerdict(bd *BatchDecoder, b []byte) (bool, []string) {
 // of which Decode said ok (with term).
 func walkBody(b []byte, ok bool, term Term, bad func(string, ...any)) {
 	body := b[1:]
-	bt, berr := DecodeBody(body)
+	bt, berr := raw.DecodeBody(body)
 	if (berr == nil) != ok {
 		bad("DecodeBody says %v, Decode the opposite", berr)
 	}
 	if berr == nil && ok && !Equal(bt, term) {
 		bad("DecodeBody gives another term")
 	}
-	if h, hok := Phash2Body(body); hok && (!ok || h != Phash2(term)) {
+	if h, hok := raw.Phash2Body(body); hok && (!ok || h != Phash2(term)) {
 		bad("Phash2Body hashes to %d, Decode accepts %v", h, ok)
 	}
-	if c, cok := CompareBodies(body, body); cok && (!ok || c != 0) {
+	if c, cok := raw.CompareBodies(body, body); cok && (!ok || c != 0) {
 		bad("CompareBodies of the body with itself: %d, Decode accepts %v", c, ok)
 	}
 	if body[0] != tagSmallTuple && body[0] != tagLargeTuple {
@@ -94,7 +94,7 @@ func walkBody(b []byte, ok bool, term Term, bad func(string, ...any)) {
 	if !ok {
 		// Walking every element to the end is validating the whole.
 		if arity > 0 && arity < 1<<16 {
-			if _, end, tok := TupleElement(b, int(arity)); tok && end == len(b) {
+			if _, end, tok := raw.TupleElement(b, int(arity)); tok && end == len(b) {
 				bad("TupleElement walks all of an encoding that Decode refuses")
 			}
 		}
@@ -106,13 +106,13 @@ func walkBody(b []byte, ok bool, term Term, bad func(string, ...any)) {
 		return
 	}
 	for pos := 1; pos <= len(tup); pos++ {
-		s, e, tok := TupleElement(b, pos)
+		s, e, tok := raw.TupleElement(b, pos)
 		if !tok {
-			bad("TupleElement(%d) fails on a valid tuple", pos)
+			bad("raw.TupleElement(%d) fails on a valid tuple", pos)
 			return
 		}
-		if el, err := DecodeBody(b[s:e]); err != nil || !Equal(el, tup[pos-1]) {
-			bad("TupleElement(%d) spans another term (%v)", pos, err)
+		if el, err := raw.DecodeBody(b[s:e]); err != nil || !Equal(el, tup[pos-1]) {
+			bad("raw.TupleElement(%d) spans another term (%v)", pos, err)
 		}
 		if pos == len(tup) && e != len(b) {
 			bad("the last element ends at %d of %d", e, len(b))
@@ -417,7 +417,7 @@ func TestMutantsWalkersAgree(t *testing.T) {
 	if testing.Short() {
 		n = 5000
 	}
-	var bd BatchDecoder
+	var bd RawBatch
 	accepted, failures := 0, 0
 	for i := range n {
 		base := randomEncoding(r)
