@@ -74,120 +74,12 @@ import (
 	"unsafe"
 )
 
-// SidecarSuffix is appended to the resolved data path to name the lock file.
-const SidecarSuffix = ".slate.lock"
-
-// PollInterval is the longest pause between two lock attempts while waiting.
-const PollInterval = 20 * time.Millisecond
-
 // sidecarPerm is the mode a new sidecar is created with (before umask).
 const sidecarPerm = 0o644
 
 // maxIdentityRetries bounds immediate retries after the sidecar was replaced
 // between open and flock; more than this is treated as an unstable namespace.
 const maxIdentityRetries = 8
-
-// Errors. Each acquisition error matches exactly one of these with errors.Is.
-var (
-	// ErrBusy: another owner (process, or descriptor in this process) holds
-	// the lock and the caller asked for a single attempt.
-	ErrBusy = errors.New("lockfile: lock is held by another owner")
-	// ErrTimedOut: the lock stayed held until the wait deadline passed, or it
-	// was obtained too late and released again.
-	ErrTimedOut = errors.New("lockfile: wait for the lock timed out")
-	// ErrUnsupportedFilesystem: the data directory, data file or sidecar is
-	// on a filesystem that is not known to be local. See *FilesystemError.
-	ErrUnsupportedFilesystem = errors.New("lockfile: unsupported filesystem")
-	// ErrUnsafeAlias: the path could reach the file under more than one
-	// sidecar, or the namespace changed under the lock. See *AliasError.
-	ErrUnsafeAlias = errors.New("lockfile: unsafe alias")
-	// ErrUnsupportedTarget: this operating system is not supported.
-	ErrUnsupportedTarget = errors.New("lockfile: unsupported target platform")
-	// ErrReleased: Unlock was called on a lock that was already released.
-	ErrReleased = errors.New("lockfile: lock already released")
-	// ErrNoDataFile: Options.ExistingOnly was set and the data file does
-	// not exist. See *MissingError, which also matches fs.ErrNotExist.
-	ErrNoDataFile = errors.New("lockfile: data file does not exist")
-)
-
-// AliasKind says why a path was refused as an unsafe alias.
-type AliasKind uint8
-
-// Alias kinds.
-const (
-	HardLinkedData    AliasKind = iota + 1 // data file has more than one hard link
-	DanglingSymlink                        // data path is a symlink to nothing (or a loop)
-	NonRegularData                         // data path is a directory, FIFO, device or socket
-	SymlinkSidecar                         // sidecar is a symlink
-	HardLinkedSidecar                      // sidecar has more than one hard link
-	NonRegularSidecar                      // sidecar is not a regular file
-	MountPoint                             // data file or sidecar is itself a mount point
-	IdentityChanged                        // data path or sidecar changed while locking
-	InvalidName                            // final path element is empty, "." or ".."
-)
-
-var aliasKindNames = [...]string{
-	HardLinkedData:    "hard-linked data file",
-	DanglingSymlink:   "dangling symlink",
-	NonRegularData:    "data path is not a regular file",
-	SymlinkSidecar:    "sidecar is a symlink",
-	HardLinkedSidecar: "hard-linked sidecar",
-	NonRegularSidecar: "sidecar is not a regular file",
-	MountPoint:        "file is a mount point",
-	IdentityChanged:   "file identity changed while locking",
-	InvalidName:       "path does not name a file",
-}
-
-// String describes the kind without naming any path.
-func (k AliasKind) String() string {
-	if int(k) < len(aliasKindNames) && aliasKindNames[k] != "" {
-		return aliasKindNames[k]
-	}
-	return fmt.Sprintf("alias kind %d", uint8(k))
-}
-
-// AliasError reports a refused alias. It matches ErrUnsafeAlias.
-type AliasError struct {
-	Kind AliasKind
-	Path string // the offending path (data file or sidecar)
-}
-
-func (e *AliasError) Error() string {
-	return "lockfile: unsafe alias (" + e.Kind.String() + "): " + e.Path
-}
-
-// Is makes every AliasError match ErrUnsafeAlias.
-func (e *AliasError) Is(target error) bool { return target == ErrUnsafeAlias }
-
-// MissingError reports a data file that does not exist although the
-// caller asked for an existing one (Options.ExistingOnly). It matches
-// ErrNoDataFile and, through Unwrap, fs.ErrNotExist.
-type MissingError struct {
-	Path string // the resolved data path
-}
-
-func (e *MissingError) Error() string { return "lockfile: data file does not exist: " + e.Path }
-
-// Is makes every MissingError match ErrNoDataFile.
-func (e *MissingError) Is(target error) bool { return target == ErrNoDataFile }
-
-// Unwrap gives ENOENT (fs.ErrNotExist where there is no errno), so that
-// errors.Is(err, fs.ErrNotExist) holds and the errno reads as an open's.
-func (e *MissingError) Unwrap() error { return errNotExist }
-
-// FilesystemError reports a refused filesystem. It matches ErrUnsupportedFilesystem.
-type FilesystemError struct {
-	Magic uint32 // statfs f_type on Linux; on macOS and FreeBSD a code for f_fstypename and the mount flags
-	Name  string // short name of the type, or "unknown"
-	Path  string
-}
-
-func (e *FilesystemError) Error() string {
-	return fmt.Sprintf("lockfile: unsupported filesystem %s (0x%x): %s", e.Name, e.Magic, e.Path)
-}
-
-// Is makes every FilesystemError match ErrUnsupportedFilesystem.
-func (e *FilesystemError) Is(target error) bool { return target == ErrUnsupportedFilesystem }
 
 // Options controls one acquisition.
 type Options struct {
