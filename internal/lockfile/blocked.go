@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -255,8 +256,15 @@ func (w *blockedWaiter) block(data string) {
 	blocked.Lock()
 	w.forget(data)
 	blocked.Unlock()
+	abandonedReleases.Add(1)
 	close(w.released)
 }
+
+// abandonedReleases counts the locks abandoned waiters gave back. A single
+// attempt that failed reads it before and after: a change means the lock
+// it met may have been one of those, gone before takeAbandoned could see
+// its waiter, and the attempt is made once more.
+var abandonedReleases atomic.Uint64
 
 // forget drops w from the waiters by path; blocked's mutex is held.
 func (w *blockedWaiter) forget(data string) {

@@ -372,13 +372,6 @@ func TestSingleAttemptAfterAbandonedWaiter(t *testing.T) {
 		// for a reason not found yet (a grace of 1 s does not help).
 		t.Skip("under qemu-user: a single attempt still loses to the abandoned waiter at times")
 	}
-	if raceEnabled {
-		// Under the race detector one attempt in about 2,000 still finds
-		// the lock held with no abandoned waiter left to take over: a
-		// remaining race, not understood yet, that this test would
-		// report as a flake.
-		t.Skip("under -race: one attempt in about 2,000 still meets the lock held")
-	}
 	data := newDataFile(t, t.TempDir(), "t.dets")
 	for i := range 100 {
 		holder := mustAcquire(t, data, Options{})

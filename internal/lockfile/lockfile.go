@@ -247,7 +247,8 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 	// re-checked as an attempt's flock would be.
 	var blocked *Lock
 	waited := false
-	retried := false // a single attempt made again after an abandoned waiter's release
+	retried := false    // a single attempt made again after an abandoned waiter's release
+	var releases uint64 // abandonedReleases before the last attempt
 	for {
 		var l *Lock
 		var err error
@@ -255,6 +256,7 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 			l, err = t.verifyLocked(blocked, opts)
 			blocked = nil
 		} else {
+			releases = abandonedReleases.Load()
 			l, err = t.attempt(h, opts, deadline)
 		}
 		switch {
@@ -309,6 +311,11 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 							return nil, ErrBusy
 						}
 						return nil, berr
+					}
+					if !retried && abandonedReleases.Load() != releases {
+						retried = true
+						l.parkOrClose()
+						continue
 					}
 				}
 				l.parkOrClose()
