@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/godets/godets/dets"
-	"github.com/godets/godets/etf"
 )
 
 // Child role "fair": childNEnv sessions with WaitUpTo(1s), each holding the
@@ -62,17 +60,7 @@ func TestFairWaitsNoTimeouts(t *testing.T) {
 	if testing.Short() {
 		per = 20
 	}
-	path := filepath.Join(t.TempDir(), "t.dets")
-	if err := With(path, Options{}, func(t *dets.Table) error {
-		return t.Insert(etf.Tuple{countKey, etf.Int(0)})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	kids := make([]*child, procs)
-	for i := range kids {
-		kids[i] = startChild(t, "fair", path, childNEnv+"="+strconv.Itoa(per))
-	}
+	path, start, kids := startCounterChildren(t, "fair", procs, per)
 	var waits []time.Duration
 	type turn struct {
 		at   int64

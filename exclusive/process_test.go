@@ -281,6 +281,24 @@ func TestKilledHolderLeavesDirtyFile(t *testing.T) {
 	}
 }
 
+// startCounterChildren makes a table holding the counter at 0 and starts
+// procs children in role, each to run per sessions on it.
+func startCounterChildren(t *testing.T, role string, procs, per int) (path string, start time.Time, kids []*child) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "t.dets")
+	if err := With(path, Options{}, func(t *dets.Table) error {
+		return t.Insert(etf.Tuple{countKey, etf.Int(0)})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	kids = make([]*child, procs)
+	for i := range kids {
+		kids[i] = startChild(t, role, path, childNEnv+"="+strconv.Itoa(per))
+	}
+	return path, start, kids
+}
+
 // Behaviour 51: 8 processes × N sessions increment one counter exactly, with
 // no two callbacks overlapping in time.
 func TestStressCounter(t *testing.T) {
@@ -288,17 +306,7 @@ func TestStressCounter(t *testing.T) {
 	if testing.Short() {
 		per = 25
 	}
-	path := filepath.Join(t.TempDir(), "t.dets")
-	if err := With(path, Options{}, func(t *dets.Table) error {
-		return t.Insert(etf.Tuple{countKey, etf.Int(0)})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	kids := make([]*child, procs)
-	for i := range kids {
-		kids[i] = startChild(t, "counter", path, childNEnv+"="+strconv.Itoa(per))
-	}
+	path, start, kids := startCounterChildren(t, "counter", procs, per)
 	type iv struct{ s, e int64 }
 	var ivs []iv
 	for i, c := range kids {
