@@ -157,6 +157,29 @@ func (t *Target) waitBlocked(l *Lock, deadline time.Time) (*Lock, error) {
 	return t.awaitWaiter(w, l.hooks, deadline)
 }
 
+// singleAttemptFailed decides what a single attempt (Wait zero) that met
+// the lock held comes to: ErrBusy; a lock taken over from this process's
+// abandoned waiter (takeAbandoned); or, once (retried false), errRetryNow
+// when such a waiter gave the lock back meanwhile, released counting the
+// give-backs before the attempt. It takes l's descriptor in every case.
+// With a Sleep hook (tests with a fake clock) nothing is taken over.
+func (t *Target) singleAttemptFailed(l *Lock, h *Hooks, retried bool, released uint64) (*Lock, error) {
+	if h == nil || h.Sleep == nil {
+		if bl, err, ok := t.takeAbandoned(l, PollInterval); ok {
+			if err == errRetryNow && retried {
+				return nil, ErrBusy
+			}
+			return bl, err
+		}
+		if !retried && abandonedReleases.Load() != released {
+			l.parkOrClose()
+			return nil, errRetryNow
+		}
+	}
+	l.parkOrClose()
+	return nil, ErrBusy
+}
+
 // takeAbandoned serves a single attempt (Wait zero) that found the lock
 // held while this process has a waiter that a timed-out session abandoned
 // on the same file. When the holder releases, that waiter is granted the

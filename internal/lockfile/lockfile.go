@@ -298,28 +298,16 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 			waited = true
 			// l is the unlocked descriptor the attempt tried.
 			if opts.Wait <= 0 {
-				if h == nil || h.Sleep == nil {
-					if bl, berr, ok := t.takeAbandoned(l, PollInterval); ok {
-						switch {
-						case berr == nil:
-							blocked = bl
-							continue
-						case berr == errRetryNow && !retried:
-							retried = true
-							continue
-						case berr == errRetryNow:
-							return nil, ErrBusy
-						}
-						return nil, berr
-					}
-					if !retried && abandonedReleases.Load() != releases {
-						retried = true
-						l.parkOrClose()
-						continue
-					}
+				bl, berr := t.singleAttemptFailed(l, h, retried, releases)
+				switch {
+				case berr == nil:
+					blocked = bl
+					continue
+				case berr == errRetryNow:
+					retried = true
+					continue
 				}
-				l.parkOrClose()
-				return nil, ErrBusy
+				return nil, berr
 			}
 			remaining := time.Until(deadline)
 			if remaining <= 0 {
