@@ -55,6 +55,7 @@ func TestPeers(t *testing.T) {
 			}
 		}
 		for round := range rounds {
+			t.Logf("N=%d: round %d of %d", n, round+1, rounds)
 			if otp != nil {
 				otpEngineRound(t, otp, col, n, round, otpDirty, dir)
 			}
@@ -88,6 +89,7 @@ func TestPeers(t *testing.T) {
 		}
 	}
 	for round := range rounds {
+		t.Logf("sessions: round %d of %d", round+1, rounds)
 		if otp != nil {
 			otpCycleRound(t, otp, col, bases["godets"], dir, iters)
 		}

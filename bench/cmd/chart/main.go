@@ -110,7 +110,7 @@ func groups(r *bench.Results, n int) []group {
 		}
 		label := w.Name
 		if at != n {
-			label += fmt.Sprintf(" (%s)", short(at))
+			label += fmt.Sprintf("\n(%s)", short(at))
 		}
 		grp := group{label: label}
 		seen := false
@@ -250,14 +250,12 @@ func (b *ratioBars) Plot(c draw.Canvas, plt *plot.Plot) {
 
 func ratioText(v float64) string {
 	switch {
-	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
 	case v >= 10:
 		return fmt.Sprintf("%.0f", v)
 	case v >= 1:
 		return fmt.Sprintf("%.1f", v)
 	}
-	return fmt.Sprintf("%.2f", v)
+	return fmt.Sprintf("%.2g", v)
 }
 
 // swatch is a legend entry: a filled square of the system's colour.
@@ -267,14 +265,19 @@ func (s swatch) Thumbnail(c *draw.Canvas) {
 	c.FillPolygon(s.clr, []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}})
 }
 
-// ratioTicks marks the powers of ten and 2 and 5 times them, labelled as
-// plain ratios (0.5, 1, 2, 10) rather than as exponents.
+// ratioTicks marks the powers of ten, and 2 and 5 times them when the
+// axis spans at most four decades, labelled as plain ratios (0.5, 1, 2,
+// 10) rather than as exponents.
 type ratioTicks struct{}
 
 func (ratioTicks) Ticks(min, max float64) []plot.Tick {
 	var ts []plot.Tick
+	steps := []float64{1, 2, 5}
+	if math.Log10(max/min) > 4 {
+		steps = steps[:1]
+	}
 	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
-		for _, m := range []float64{1, 2, 5} {
+		for _, m := range steps {
 			v := m * math.Pow(10, e)
 			if v < min || v > max {
 				continue
