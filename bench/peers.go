@@ -55,7 +55,7 @@ type Dataset struct {
 	LookupStrs   []string   // typed godets: the j-th lookup key
 }
 
-// NewDataset builds the objects of n-object workload of the given layout.
+// NewDataset builds the n objects of a workload of the given layout.
 func NewDataset(n int, layout Layout) *Dataset {
 	d := &Dataset{N: n, Layout: layout,
 		Keys: make([][]byte, n), Values: make([][]byte, n), Objects: make([]etf.Term, n)}
