@@ -49,6 +49,9 @@ func printPeers(r *Results, systems []System) {
 	for _, s := range systems {
 		report("  %-7s %s\n", s.Name, s.Modes)
 	}
+	if r.Note != "" {
+		report("  %s\n", r.Note)
+	}
 	for _, n := range r.Sizes() {
 		report("\nN=%d (16-byte keys, 100-byte values; sessions: a %d-object table); time (allocs per op or object)\n", n, sessionSize)
 		report("%-16s", "workload")

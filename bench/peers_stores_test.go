@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/godets/godets/dets"
 )
 
 // TestPeersStores checks that every system's store gives the answers the
@@ -56,6 +58,17 @@ func TestPeersStores(t *testing.T) {
 				}
 				if size, err := DiskSize(path); err != nil || size == 0 {
 					t.Fatalf("size %d, %v", size, err)
+				}
+				if sys.Name == "godets" && d == set {
+					tab, err := dets.Open(path, dets.Options{ReadOnly: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := rawTraversal(tab)
+					tab.Close()
+					if err != nil || got != n {
+						t.Fatalf("%s: %d objects (%v), want %d", rawTraversalName(), got, err, n)
+					}
 				}
 			}
 			extra := NewDataset(n+1, SetLayout)

@@ -106,6 +106,7 @@ func TestPeers(t *testing.T) {
 	}
 
 	res := col.results(started, rounds)
+	res.Note = rawTraversalName()
 	if otp != nil {
 		res.OTP = "OTP 25 dets (otp_driver.escript)"
 	}
