@@ -1,0 +1,228 @@
+package matchspec
+
+import (
+	"github.com/godets/godets/etf"
+)
+
+// opcode says what kind of guard or body expression a node is.
+type opcode uint8
+
+const (
+	opConst   opcode = iota + 1 // a literal
+	opVar                       // a head variable
+	opObject                    // '$_'
+	opAll                       // '$$'
+	opTuple                     // {{E1, ..., En}}
+	opList                      // [E1, ..., En | Tail]
+	opMap                       // #{K1 => V1, ...}: args holds keys, then values
+	opCall                      // {Function, Args...}
+	opAndAlso                   // short-circuit, n-ary
+	opOrElse
+)
+
+// expr is one compiled guard or body expression.
+type expr struct {
+	op   opcode
+	fn   fn
+	slot int
+	c    etf.Term
+	args []*expr
+	tail *expr // opList: the tail; nil means []
+}
+
+// env is what one evaluation sees: the object and the clause's bindings.
+type env struct {
+	obj   etf.Term
+	vars  []etf.Term
+	order []int
+}
+
+// guard evaluates e as a guard: anything that raises makes ok false.
+func (e *env) guard(x *expr) (etf.Term, bool) { return e.eval(x, false) }
+
+// body evaluates e as a body expression: a call that raises is 'EXIT' in
+// its place, and evaluation goes on, as ets and dets do.
+func (e *env) body(x *expr) etf.Term {
+	v, ok := e.eval(x, true)
+	if !ok {
+		return termExit
+	}
+	return v
+}
+
+// eval evaluates x. With catch set, a failing call yields 'EXIT' instead of
+// failing, so ok is false only without catch.
+func (e *env) eval(x *expr, catch bool) (etf.Term, bool) {
+	switch x.op {
+	case opConst:
+		return x.c, true
+	case opVar:
+		return e.vars[x.slot], true
+	case opObject:
+		return e.obj, true
+	case opAll:
+		l := make(etf.List, len(e.order))
+		for i, s := range e.order {
+			l[i] = e.vars[s]
+		}
+		return l, true
+	case opTuple:
+		t := make(etf.Tuple, len(x.args))
+		for i, a := range x.args {
+			v, ok := e.eval(a, catch)
+			if !ok {
+				return nil, false
+			}
+			t[i] = v
+		}
+		return t, true
+	case opList:
+		return e.list(x, catch)
+	case opMap:
+		return e.mapExpr(x, catch)
+	case opAndAlso, opOrElse:
+		v, ok := e.shortCircuit(x, catch)
+		if !ok && catch {
+			return termExit, true
+		}
+		return v, ok
+	case opCall:
+		v, ok := e.call(x, catch)
+		if !ok && catch {
+			return termExit, true
+		}
+		return v, ok
+	}
+	return nil, false
+}
+
+func (e *env) list(x *expr, catch bool) (etf.Term, bool) {
+	elems := make([]etf.Term, len(x.args))
+	for i, a := range x.args {
+		v, ok := e.eval(a, catch)
+		if !ok {
+			return nil, false
+		}
+		elems[i] = v
+	}
+	if x.tail == nil {
+		return etf.List(elems), true
+	}
+	tail, ok := e.eval(x.tail, catch)
+	if !ok {
+		return nil, false
+	}
+	return etf.NewImproperList(tail, elems...), true
+}
+
+func (e *env) mapExpr(x *expr, catch bool) (etf.Term, bool) {
+	n := len(x.args) / 2
+	m := make(etf.Map, 0, n)
+	for i := 0; i < n; i++ {
+		k, ok := e.eval(x.args[i], catch)
+		if !ok {
+			return nil, false
+		}
+		v, ok := e.eval(x.args[n+i], catch)
+		if !ok {
+			return nil, false
+		}
+		dup := false
+		for j := range m {
+			if etf.Equal(m[j].Key, k) {
+				m[j].Value, dup = v, true // a later key wins, as in Erlang
+				break
+			}
+		}
+		if !dup {
+			m = append(m, etf.Pair{Key: k, Value: v})
+		}
+	}
+	return m, true
+}
+
+// shortCircuit evaluates andalso/orelse over any number of arguments:
+// every argument but the last must be a boolean; the last is returned as
+// it is when the others did not decide.
+func (e *env) shortCircuit(x *expr, catch bool) (etf.Term, bool) {
+	decide := etf.False
+	if x.op == opOrElse {
+		decide = etf.True
+	}
+	last := len(x.args) - 1
+	for i, a := range x.args {
+		v, ok := e.eval(a, catch)
+		if !ok {
+			return nil, false
+		}
+		if i == last {
+			return v, true
+		}
+		b, isBool := boolOf(v)
+		if !isBool {
+			return nil, false
+		}
+		if etf.Bool(b) == decide {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+func boolOf(t etf.Term) (bool, bool) {
+	a, ok := t.(etf.Atom)
+	if !ok {
+		return false, false
+	}
+	switch a {
+	case etf.True:
+		return true, true
+	case etf.False:
+		return false, true
+	}
+	return false, false
+}
+
+func boolTerm(b bool) etf.Term {
+	if b {
+		return termTrue
+	}
+	return termFalse
+}
+
+// call evaluates the arguments and applies the function.
+func (e *env) call(x *expr, catch bool) (etf.Term, bool) {
+	if x.fn == fnAnd || x.fn == fnOr {
+		return e.andOr(x, catch)
+	}
+	var a [3]etf.Term
+	for i, arg := range x.args {
+		v, ok := e.eval(arg, catch)
+		if !ok {
+			return nil, false
+		}
+		a[i] = v
+	}
+	return apply(x.fn, a[0], a[1], a[2])
+}
+
+// andOr is the strict 'and'/'or': every argument must be a boolean.
+func (e *env) andOr(x *expr, catch bool) (etf.Term, bool) {
+	acc := x.fn == fnAnd
+	for _, arg := range x.args {
+		v, ok := e.eval(arg, catch)
+		if !ok {
+			return nil, false
+		}
+		b, isBool := boolOf(v)
+		if !isBool {
+			return nil, false
+		}
+		if x.fn == fnAnd {
+			acc = acc && b
+		} else {
+			acc = acc || b
+		}
+	}
+	return boolTerm(acc), true
+}
