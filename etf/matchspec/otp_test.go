@@ -53,7 +53,8 @@ end,
 [term_to_binary([Run(S) || S <- Specs])]
 `
 
-// TestDifferentialOTP compiles and runs random specs (internal/msgen) in Go
+// TestDifferentialOTP compiles and runs random specs (internal/msgen's
+// Spec and, for denser use of the functions, ExprSpec) in Go
 // and in OTP 25 and requires the same outcome for every spec and object:
 // OTP refuses a spec iff Compile does, and each run's result is the same
 // term, encoded byte for byte (so -0.0 and 0.0 differ). Seeded.
@@ -61,7 +62,7 @@ func TestDifferentialOTP(t *testing.T) {
 	erl := otptest.Erl(t)
 	seed := testSeed(t)
 	g := msgen.New(seed)
-	nSpecs, nObjs := 2500, 24
+	nSpecs, nObjs := 4000, 24
 	if testing.Short() {
 		nSpecs = 500
 	}
@@ -71,7 +72,11 @@ func TestDifferentialOTP(t *testing.T) {
 	}
 	specs := make(etf.List, nSpecs)
 	for i := range specs {
-		specs[i] = g.Spec(objs[:nObjs])
+		if i%2 == 0 {
+			specs[i] = g.Spec(objs[:nObjs])
+		} else {
+			specs[i] = g.ExprSpec(objs[:nObjs])
+		}
 	}
 	sb, err := etf.Encode(specs)
 	if err != nil {

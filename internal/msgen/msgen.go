@@ -72,6 +72,17 @@ func (g *Gen) Object() etf.Tuple {
 		t[i] = g.Term(2)
 	}
 	t[g.KeyPos-1] = g.Key()
+	if g.r.IntN(4) == 0 { // one value twice, or == but not =:=
+		i, j := g.r.IntN(n), g.r.IntN(n)
+		if i != g.KeyPos-1 && j != g.KeyPos-1 {
+			t[i] = t[j]
+			if f, ok := t[j].(etf.Float); ok {
+				t[i] = g.floatTwin(f)
+			} else if n, ok := t[j].(etf.Int); ok && g.r.IntN(2) == 0 {
+				t[i] = etf.Float(float64(n))
+			}
+		}
+	}
 	return t
 }
 
@@ -116,10 +127,19 @@ func (g *Gen) scalar() etf.Term {
 }
 
 func (g *Gen) bignum() etf.Term {
-	v := new(big.Int).Lsh(big.NewInt(1), uint(63+g.r.IntN(140)))
-	v.Add(v, big.NewInt(g.r.Int64N(1<<62)))
-	if g.r.IntN(4) == 0 {
-		v.Add(v, new(big.Int).Lsh(big.NewInt(g.r.Int64N(1<<20)+1), 11)) // digit boundary roundings
+	v := new(big.Int)
+	if g.r.IntN(3) == 0 {
+		// Two 64-bit digits whose conversion to float rounds twice in
+		// OTP: the low digit rounds to half a unit of the result.
+		hi := g.r.Int64N(1<<10) + 1
+		ulp := new(big.Int).Lsh(big.NewInt(1), uint(64+bitLen(hi)-53))
+		v.Lsh(big.NewInt(hi), 64)
+		v.Add(v, new(big.Int).Lsh(big.NewInt(1), 63))
+		v.Add(v, ulp.Rsh(ulp, 1))
+		v.Add(v, big.NewInt(g.r.Int64N(200)-100))
+	} else {
+		v.Lsh(big.NewInt(1), uint(63+g.r.IntN(140)))
+		v.Add(v, big.NewInt(g.r.Int64N(1<<62)))
 	}
 	if g.r.IntN(2) == 0 {
 		v.Neg(v)
@@ -127,8 +147,19 @@ func (g *Gen) bignum() etf.Term {
 	return etf.NewBigInt(v)
 }
 
+func bitLen(x int64) int { return big.NewInt(x).BitLen() }
+
+// halves round away from zero in Erlang, to even in IEEE's default.
+var halves = []float64{0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 4503599627370495.5}
+
 func (g *Gen) float() etf.Term {
-	switch g.r.IntN(6) {
+	switch g.r.IntN(9) {
+	case 6:
+		return etf.Float(halves[g.r.IntN(len(halves))])
+	case 7:
+		return etf.Float(float64(g.r.IntN(9) - 4)) // == an integer
+	case 8:
+		return etf.Float(float64(g.r.Int64N(1<<60)) * 16) // integral, beyond 2^53
 	case 0:
 		return etf.Float(0)
 	case 1:

@@ -7,6 +7,11 @@ import (
 // scope tracks the variables a head binds, for the guards and body.
 type scope struct {
 	bound []etf.Atom
+	// vals holds what each variable binds when the head matches its
+	// sample, so guards and bodies can use it with fitting functions.
+	vals map[etf.Atom]etf.Term
+	// sample is the object the head was derived from ('$_').
+	sample etf.Term
 }
 
 // varNames are the variables heads use: small numbers so that the same
@@ -14,12 +19,18 @@ type scope struct {
 // '$4294967296' is '$0'; '$2147483648' is a plain atom.
 var varNames = []etf.Atom{"$0", "$1", "$2", "$3", "$4", "$5", "$6", "$7", "$8", "$9", "$10", "$4294967296", "$2147483648"}
 
-func (g *Gen) newVar(s *scope) etf.Atom {
+func (g *Gen) newVar(s *scope, t etf.Term) etf.Atom {
 	v := varNames[g.r.IntN(len(varNames))]
 	if g.r.IntN(8) > 0 {
 		v = varNames[g.r.IntN(10)]
 	}
 	s.bound = append(s.bound, v)
+	if s.vals == nil {
+		s.vals = map[etf.Atom]etf.Term{}
+	}
+	if _, seen := s.vals[v]; !seen {
+		s.vals[v] = t
+	}
 	return v
 }
 
@@ -38,7 +49,7 @@ func (g *Gen) head(t etf.Term, s *scope, top bool) etf.Term {
 			case 0:
 				return etf.Atom("_")
 			case 1:
-				return g.newVar(s)
+				return g.newVar(s, t)
 			}
 			out := make(etf.Tuple, len(tup))
 			for i, e := range tup {
@@ -54,6 +65,12 @@ func (g *Gen) head(t etf.Term, s *scope, top bool) etf.Term {
 			return out
 		}
 	}
+	for _, v := range s.bound { // in order: map order would break replay
+		if etf.Compare(s.vals[v], t) == 0 && g.r.IntN(2) == 0 {
+			s.bound = append(s.bound, v)
+			return v // == the first binding: matches only if also =:=
+		}
+	}
 	switch g.r.IntN(12) {
 	case 0, 1, 2:
 		return etf.Atom("_")
@@ -63,9 +80,12 @@ func (g *Gen) head(t etf.Term, s *scope, top bool) etf.Term {
 			s.bound = append(s.bound, v)
 			return v // repeated: must equal the first binding
 		}
-		return g.newVar(s)
+		return g.newVar(s, t)
 	case 6:
 		return g.scalar() // most likely a mismatch
+	}
+	if f, ok := t.(etf.Float); ok && g.r.IntN(3) == 0 {
+		return g.floatTwin(f) // == but not =:=, or 0.0 for -0.0
 	}
 	switch v := t.(type) {
 	case etf.Tuple:
@@ -88,13 +108,16 @@ func (g *Gen) head(t etf.Term, s *scope, top bool) etf.Term {
 		}
 		var tail etf.Term = etf.Atom("_")
 		if g.r.IntN(2) == 0 {
-			tail = g.newVar(s)
+			tail = g.newVar(s, etf.List(v[n:]))
 		}
 		return etf.NewImproperList(tail, out...)
 	case *etf.ImproperList:
 		out := make([]etf.Term, len(v.Elems))
 		for i, e := range v.Elems {
 			out[i] = g.head(e, s, false)
+		}
+		if g.r.IntN(4) == 0 {
+			return etf.List(out) // a proper pattern never matches an improper list
 		}
 		return &etf.ImproperList{Elems: out, Tail: g.head(v.Tail, s, false)}
 	case etf.Map:
@@ -125,6 +148,25 @@ func (g *Gen) Spec(samples []etf.Term) etf.Term {
 	return ms
 }
 
+// ExprSpec returns a one-clause specification that puts a single typed
+// expression where its value is seen: the body, or a guard before '$_'.
+// It exercises the arithmetic and the guard functions more densely than
+// Spec.
+func (g *Gen) ExprSpec(samples []etf.Term) etf.Term {
+	var sample etf.Term = g.Object()
+	if len(samples) > 0 {
+		sample = samples[g.r.IntN(len(samples))]
+	}
+	s := &scope{sample: sample}
+	head := g.head(sample, s, true)
+	k := []kind{kInt, kInt, kFloat, kNum, kBin, kList, kBool}[g.r.IntN(7)]
+	e := g.typed(s, k, 1+g.r.IntN(3))
+	if g.r.IntN(4) == 0 {
+		return etf.List{etf.Tuple{head, etf.List{g.guard(s, 2)}, etf.List{etf.Atom("$_")}}}
+	}
+	return etf.List{etf.Tuple{head, etf.List{}, etf.List{e}}}
+}
+
 // DeleteSpec returns a specification for select_delete: bodies are mostly
 // [true], sometimes another value (which OTP does not count as a delete).
 func (g *Gen) DeleteSpec(samples []etf.Term) etf.Term {
@@ -145,7 +187,7 @@ func (g *Gen) clause(samples []etf.Term, body etf.List) etf.Tuple {
 	if len(samples) > 0 && g.r.IntN(6) > 0 {
 		sample = samples[g.r.IntN(len(samples))]
 	}
-	s := &scope{}
+	s := &scope{sample: sample}
 	head := g.head(sample, s, true)
 	guards := etf.List{}
 	for range g.r.IntN(3) {
@@ -153,9 +195,10 @@ func (g *Gen) clause(samples []etf.Term, body etf.List) etf.Tuple {
 	}
 	if body == nil {
 		body = etf.List{}
-		for range 1 + g.r.IntN(2) {
-			body = append(body, g.expr(s, 3))
+		if g.r.IntN(3) == 0 {
+			body = append(body, g.expr(s, 2))
 		}
+		body = append(body, g.result(s))
 	}
 	return etf.Tuple{head, guards, body}
 }
