@@ -59,6 +59,11 @@ func TestRunTable(t *testing.T) {
 		{`[{[a,b|'_'],[],[ok]}]`, `[a,b,c,d]`, `ok`},
 		{`[{[a|'$1'],[],['$1']}]`, `[a|b]`, `b`},
 		{`[{{'$1'},[],[[a|{element,1,'$1'}]]}]`, `{{q}}`, `[a|q]`},
+		// Both parts raise in a body: 'EXIT' /= 'EXIT' is false.
+		{`[{'_',[],[{'/=',{binary_part,<<"abcd">>,-1,2},{binary_part,<<>>,{{4,-2}}}}]}]`, `{q}`, `false`},
+		{`[{'_',[],[{'<',{binary_part,<<"abcd">>,1,2},{binary_part,<<"abcd">>,{{0,3}}}}]}]`, `{q}`, `false`},
+		{`[{'_',[],[{'<',1,{binary_part,<<"abcd">>,{{0,3}}}}]}]`, `{q}`, `true`},
+		{`[{'_',[],[{'>',{binary_part,<<"abcd">>,{{0,3}}},<<"abc",1:1>>}]}]`, `{q}`, `false`},
 	}
 	for _, c := range cases {
 		s, err := Compile(mustParse(t, c.ms))

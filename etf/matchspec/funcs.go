@@ -321,6 +321,14 @@ func tl(t etf.Term) (etf.Term, bool) {
 // binaryPart is binary_part/3 over the whole bytes of a binary or bit
 // string; a negative length counts back from start.
 func binaryPart(bin, start, length etf.Term) (etf.Term, bool) {
+	b, ok := binaryPartOf(bin, start, length)
+	if !ok {
+		return nil, false
+	}
+	return etf.Binary(b), true
+}
+
+func binaryPartOf(bin, start, length etf.Term) ([]byte, bool) {
 	var b []byte
 	switch v := bin.(type) {
 	case etf.Binary:
@@ -345,5 +353,5 @@ func binaryPart(bin, start, length etf.Term) (etf.Term, bool) {
 	if from < 0 || n < 0 || from > int64(len(b)) || n > int64(len(b))-from {
 		return nil, false
 	}
-	return etf.Binary(b[from : from+n]), true
+	return b[from : from+n : from+n], true
 }

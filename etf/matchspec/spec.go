@@ -31,7 +31,6 @@ type Spec struct {
 type clause struct {
 	head   pattern
 	slots  int     // distinct variables bound by head
-	order  []int   // slots in variable number order, for '$$'
 	guards []*expr // each must evaluate to true
 	body   *expr   // the last body expression: its value is the result
 }
@@ -74,8 +73,7 @@ func (s *Spec) Run(obj etf.Term) (result etf.Term, ok bool) {
 		if !guardsHold(c, obj, v) {
 			continue
 		}
-		e := env{obj: obj, vars: v, order: c.order}
-		return e.body(c.body), true
+		return body(c.body, obj, v), true
 	}
 	return nil, false
 }
@@ -86,9 +84,8 @@ func guardsHold(c *clause, obj etf.Term, vars []etf.Term) bool {
 	if len(c.guards) == 0 {
 		return true
 	}
-	e := env{obj: obj, vars: vars, order: c.order}
 	for _, g := range c.guards {
-		v, ok := e.guard(g)
+		v, ok := eval(g, obj, vars, false)
 		if !ok {
 			return false
 		}
