@@ -41,7 +41,7 @@ func Compile(ms etf.Term) (*Spec, error) {
 
 // compiler holds the state of one clause: its variables by number.
 type compiler struct {
-	path string
+	path  string
 	vars  map[int32]int // variable number -> slot
 	nums  []int32       // slot -> variable number
 	order []int         // slots in variable number order, for '$$'

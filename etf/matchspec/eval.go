@@ -22,11 +22,11 @@ const (
 
 // expr is one compiled guard or body expression.
 type expr struct {
-	op   opcode
-	fn   fn
-	slot int
-	c    etf.Term
-	args []*expr
+	op    opcode
+	fn    fn
+	slot  int
+	c     etf.Term
+	args  []*expr
 	tail  *expr // opList: the tail; nil means []
 	order []int // opAll: the clause's slots in variable number order
 }
