@@ -207,4 +207,19 @@ func TestMapKeysRaising(t *testing.T) {
 	if !ok || !etf.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
+
+	// The same with ten more keys, past the small-map path (erl gives
+	// #{1 => 1, ..., 10 => 10, 'EXIT' => b}).
+	for i := 10; i >= 1; i-- {
+		body = append(body, etf.Pair{Key: etf.Int(i), Value: etf.Int(i)})
+		want = append(want, etf.Pair{Key: etf.Int(i), Value: etf.Int(i)})
+	}
+	s, err = Compile(etf.List{etf.Tuple{etf.Atom("_"), etf.List{}, etf.List{body}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok = s.Run(etf.Tuple{etf.Atom("q")})
+	if !ok || !etf.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
 }

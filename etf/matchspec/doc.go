@@ -50,6 +50,6 @@
 //
 // A specification nested deeper than 1000 levels is refused at compile
 // time. Integers produced by arithmetic are limited to MaxIntBits bits
-// (OTP allows about 32 times more); a larger result raises. Both keep the
+// (OTP allows 128 times more); a larger result raises. Both keep the
 // time any specification takes on any object small and bounded.
 package matchspec

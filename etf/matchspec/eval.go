@@ -1,6 +1,8 @@
 package matchspec
 
 import (
+	"slices"
+
 	"github.com/godets/godets/etf"
 )
 
@@ -122,18 +124,39 @@ func mapExpr(x *expr, obj etf.Term, vars []etf.Term, catch bool) (etf.Term, bool
 		if !ok {
 			return nil, false
 		}
-		dup := false
-		for j := range m {
-			if etf.Equal(m[j].Key, k) {
-				m[j].Value, dup = v, true // a later key wins, as in Erlang
-				break
+		m = append(m, etf.Pair{Key: k, Value: v})
+	}
+	return dedupeKeys(m), true
+}
+
+// dedupeKeys keeps, of pairs whose keys are =:=, the one listed last (the
+// pairs are in OTP's construction order), in O(n log n) for large maps.
+func dedupeKeys(m etf.Map) etf.Map {
+	if len(m) <= 8 {
+		out := m[:0]
+		for _, p := range m {
+			dup := false
+			for j := range out {
+				if etf.Equal(out[j].Key, p.Key) {
+					out[j].Value, dup = p.Value, true
+					break
+				}
+			}
+			if !dup {
+				out = append(out, p)
 			}
 		}
-		if !dup {
-			m = append(m, etf.Pair{Key: k, Value: v})
-		}
+		return out
 	}
-	return m, true
+	slices.SortStableFunc(m, func(a, b etf.Pair) int { return etf.CompareExact(a.Key, b.Key) })
+	out := m[:0]
+	for i, p := range m {
+		if i+1 < len(m) && etf.Equal(m[i+1].Key, p.Key) {
+			continue // a later pair with this key wins
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // shortCircuit evaluates andalso/orelse over any number of arguments:
