@@ -42,6 +42,11 @@
 // 'EXIT' in its place, as in OTP: [{{'$1'}, [], [{{'$1', {hd, '$1'}}}]}]
 // gives {a, 'EXIT'} for the object {a}.
 //
+// A map built in a guard or body is built in OTP's key order: when two
+// keys evaluate to the same term, the later one in that order wins. (OTP
+// 25.2's VM crashes when two keys both raise and so are both 'EXIT'; this
+// package returns what OTP returns when it survives.)
+//
 // Integer to float conversion of bignums follows OTP's algorithm, which
 // rounds at each 64-bit digit and can differ from correct rounding in the
 // last place; float results that overflow raise (badarith).
