@@ -134,8 +134,31 @@ func (g *Gen) scalar() etf.Term {
 	case 10:
 		return etf.Bitstring{Bytes: []byte{byte(g.r.IntN(256)), byte(g.r.IntN(8)) << 5}, Bits: 3}
 	default:
+		if g.r.IntN(3) == 0 {
+			return g.opaque()
+		}
 		return etf.Int(255 + g.r.IntN(3)) // around the small-integer boundary
 	}
+}
+
+// opaque returns a pid, port or reference of node nonode@nohost.
+func (g *Gen) opaque() etf.Term {
+	node := append([]byte{100, 0, 13}, "nonode@nohost"...) // ATOM_EXT, as OTP 25 writes it
+	id := func() []byte { v := g.r.Uint32() & 0x7fff; return []byte{0, 0, byte(v >> 8), byte(v)} }
+	var raw []byte
+	switch g.r.IntN(3) {
+	case 0: // NEW_PID_EXT: node, id, serial, creation
+		raw = append(append([]byte{88}, node...), id()...)
+		raw = append(append(raw, 0, 0, 0, byte(g.r.IntN(3))), 0, 0, 0, 0)
+	case 1: // NEW_PORT_EXT: node, id, creation
+		raw = append(append(append([]byte{89}, node...), id()...), 0, 0, 0, 0)
+	default: // NEWER_REFERENCE_EXT: 3 words, node, creation, ids
+		raw = append(append([]byte{90, 0, 3}, node...), 0, 0, 0, 0)
+		for range 3 {
+			raw = append(raw, id()...)
+		}
+	}
+	return &etf.Opaque{Raw: raw}
 }
 
 func (g *Gen) bignum() etf.Term {
