@@ -18,7 +18,7 @@ const MaxIntBits = 1 << 18
 func arith(f fn, a, b etf.Term) (etf.Term, bool) {
 	switch f {
 	case fnPlus1:
-		if a.Type() != etf.TypeNumber {
+		if typeOf(a) != etf.TypeNumber {
 			return nil, false
 		}
 		return a, true

@@ -155,9 +155,9 @@ func apply(f fn, a, b, c etf.Term) (etf.Term, bool) {
 	case fnIsInteger:
 		return boolTerm(isInteger(a)), true
 	case fnIsNumber:
-		return boolTerm(a.Type() == etf.TypeNumber), true
+		return boolTerm(typeOf(a) == etf.TypeNumber), true
 	case fnIsList:
-		t := a.Type()
+		t := typeOf(a)
 		return boolTerm(t == etf.TypeList || t == etf.TypeNil), true
 	case fnIsTuple:
 		_, ok := a.(etf.Tuple)
@@ -265,10 +265,21 @@ func apply(f fn, a, b, c etf.Term) (etf.Term, bool) {
 	return arith(f, a, b)
 }
 
+// typeOf is t.Type(), with 0 for a nil term (hand-built objects may hold
+// one), so that no function panics on it.
+func typeOf(t etf.Term) etf.Type {
+	if t == nil {
+		return 0
+	}
+	return t.Type()
+}
+
 func isInteger(t etf.Term) bool {
-	switch t.(type) {
-	case etf.Int, *etf.BigInt:
+	switch v := t.(type) {
+	case etf.Int:
 		return true
+	case *etf.BigInt:
+		return v != nil
 	}
 	return false
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/msgen"
 )
 
 // fuzzObjects are what every fuzzed spec runs on: table-like tuples and a
@@ -124,3 +125,37 @@ func TestHostileSpecsBounded(t *testing.T) {
 }
 
 func itoa(n int) string { return etf.Format(etf.Int(n)) }
+
+// TestNilTermsNoPanic: objects built by hand may hold nil terms (and nil
+// pointers); every generated spec runs on them without panicking.
+func TestNilTermsNoPanic(t *testing.T) {
+	objs := []etf.Term{
+		etf.Tuple{nil, nil},
+		etf.Tuple{etf.Atom("a"), etf.List{nil, etf.Int(1)}, etf.Map{{Key: nil, Value: nil}}},
+		etf.Tuple{etf.Int(1), (*etf.BigInt)(nil), (*etf.ImproperList)(nil), (*etf.Opaque)(nil)},
+		etf.Tuple{etf.Int(1), etf.Tuple{nil}, &etf.ImproperList{Elems: []etf.Term{nil}, Tail: nil}},
+	}
+	seed := testSeed(t)
+	g := msgen.New(seed)
+	samples := g.Objects(8) // heads come from sound objects, often '_' or a variable
+	for i := 0; i < 3000; i++ {
+		spec := g.Spec(samples)
+		if i%2 == 1 {
+			spec = g.ExprSpec(samples)
+		}
+		s, err := Compile(spec)
+		if err != nil {
+			continue
+		}
+		for _, o := range objs {
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("spec %s on %#v: panic %v (seed %d)", etf.Format(spec), o, r, seed)
+					}
+				}()
+				s.Run(o)
+			}()
+		}
+	}
+}

@@ -98,7 +98,7 @@ func matchConst(c, t etf.Term) bool {
 		b, ok := t.(etf.Binary)
 		return ok && bytes.Equal(cb, b)
 	}
-	if c.Type() != t.Type() {
+	if typeOf(c) != typeOf(t) {
 		return false
 	}
 	return etf.Equal(c, t)
