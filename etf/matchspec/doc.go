@@ -51,6 +51,13 @@
 // rounds at each 64-bit digit and can differ from correct rounding in the
 // last place; float results that overflow raise (badarith).
 //
+// # Tables
+//
+// Spec.BoundKeys tells a table which keys to look up instead of scanning,
+// decided as dets:select/2 decides it, quirks included (== keys count
+// once; a map at the key position is a literal key). MatchSpec builds the
+// specifications of dets:match/2, match_object/2 and match_delete/2.
+//
 // # Limits
 //
 // A specification nested deeper than 1000 levels is refused at compile

@@ -234,7 +234,7 @@ func apply(f fn, a, b, c etf.Term) (etf.Term, bool) {
 		case etf.Binary:
 			return etf.Int(len(v)), true
 		case etf.Bitstring:
-			return etf.Int(len(v.Bytes) - 1), true
+			return etf.Int(max(len(v.Bytes)-1, 0)), true
 		}
 		return nil, false
 	case fnByteSize:
@@ -250,7 +250,7 @@ func apply(f fn, a, b, c etf.Term) (etf.Term, bool) {
 		case etf.Binary:
 			return etf.NewInt(8 * int64(len(v))), true
 		case etf.Bitstring:
-			return etf.NewInt(8*int64(len(v.Bytes)-1) + int64(v.Bits)), true
+			return etf.NewInt(8*int64(max(len(v.Bytes)-1, 0)) + int64(v.Bits)), true
 		}
 		return nil, false
 	case fnBinaryPart3:
