@@ -236,3 +236,34 @@ func TestMapKeysRaising(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+// TestRunConcurrent: one Spec runs from many goroutines at once (run
+// with -race to check that Run writes nothing shared).
+func TestRunConcurrent(t *testing.T) {
+	s, err := Compile(mustParse(t, `[{{'$1','$2'},[{'>',{byte_size,'$2'},1}],[{{'$2','$1',#{'$1' => [a,{const,b}]}}}]},{'_',[],['$$']}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := benchObjects(50)
+	want := make([]etf.Term, len(objs))
+	for i, o := range objs {
+		want[i], _ = s.Run(o)
+	}
+	done := make(chan bool)
+	for range 4 {
+		go func() {
+			defer func() { done <- true }()
+			for range 50 {
+				for i, o := range objs {
+					if got, _ := s.Run(o); !etf.Equal(got, want[i]) {
+						t.Errorf("object %d: %v, want %v", i, got, want[i])
+						return
+					}
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+}

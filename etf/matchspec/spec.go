@@ -54,7 +54,8 @@ const inlineSlots = 16
 // which is what OTP's select returns for the object. A body expression that
 // raises in OTP evaluates to the atom 'EXIT' at the call that raised, as in
 // ets and dets. Run never panics and does not allocate when no clause's head
-// matches.
+// matches. The result may share memory with obj and with the spec's
+// constants: callers must not modify it.
 func (s *Spec) Run(obj etf.Term) (result etf.Term, ok bool) {
 	if s == nil || obj == nil {
 		return nil, false
