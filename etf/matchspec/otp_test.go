@@ -1,0 +1,335 @@
+package matchspec
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/msgen"
+	"github.com/godets/godets/internal/otptest"
+)
+
+var seedFlag = flag.Uint64("matchspec.seed", 0, "seed for randomized matchspec tests (0: MATCHSPEC_SEED or random)")
+
+// testSeed returns the seed for a randomized test, logged so that a
+// failure replays with -matchspec.seed or MATCHSPEC_SEED.
+func testSeed(t testing.TB) uint64 {
+	t.Helper()
+	seed := *seedFlag
+	if seed == 0 {
+		if s := os.Getenv("MATCHSPEC_SEED"); s != "" {
+			v, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				t.Fatalf("bad MATCHSPEC_SEED %q: %v", s, err)
+			}
+			seed = v
+		}
+	}
+	if seed == 0 {
+		seed = rand.Uint64()>>1 | 1
+	}
+	t.Logf("seed %d (replay with -matchspec.seed=%d or MATCHSPEC_SEED=%d)", seed, seed, seed)
+	return seed
+}
+
+// otpRunner compiles every spec with ets:match_spec_compile/1 and runs it
+// on every object with ets:match_spec_run/2 (what dets:select/2 uses), in
+// one erl: badarg for a refused spec, else one [] or [Result] per object.
+const otpRunner = `
+[SB, OB] = In,
+Specs = binary_to_term(SB),
+Objs = binary_to_term(OB),
+Run = fun(S) ->
+    try ets:match_spec_compile(S) of
+        C -> [try ets:match_spec_run([O], C) catch Cl:R -> {raised, Cl, R} end || O <- Objs]
+    catch error:badarg -> badarg
+    end
+end,
+[term_to_binary([Run(S) || S <- Specs])]
+`
+
+// TestDifferentialOTP compiles and runs random specs (internal/msgen's
+// Spec and, for denser use of the functions, ExprSpec) in Go
+// and in OTP 25 and requires the same outcome for every spec and object:
+// OTP refuses a spec iff Compile does, and each run's result is the same
+// term, encoded byte for byte (so -0.0 and 0.0 differ). Seeded.
+func TestDifferentialOTP(t *testing.T) {
+	erl := otptest.Erl(t)
+	seed := testSeed(t)
+	g := msgen.New(seed)
+	nSpecs, nObjs := 4000, 24
+	if testing.Short() {
+		nSpecs = 500
+	}
+	objs := g.Objects(nObjs)
+	for i := 0; i < 4; i++ {
+		objs = append(objs, g.Term(3)) // not tuples: heads like '_' and '$1' still match
+	}
+	specs := make(etf.List, nSpecs)
+	for i := range specs {
+		if i%2 == 0 {
+			specs[i] = g.Spec(objs[:nObjs])
+		} else {
+			specs[i] = g.ExprSpec(objs[:nObjs])
+		}
+	}
+	sb, err := etf.Encode(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob, err := etf.Encode(etf.List(objs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := erl.Eval(t, otpRunner, sb, ob)
+	res, err := etf.Decode(out[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := res.(etf.List)
+
+	var compiled, refused, matched, exits, failures int
+	for i, st := range specs {
+		s, err := Compile(st)
+		want := results[i]
+		if a, ok := want.(etf.Atom); ok && a == "badarg" {
+			refused++
+			if err == nil {
+				failures++
+				t.Errorf("spec %d %s: OTP refuses it, Compile accepts it", i, etf.Format(st))
+			}
+			continue
+		}
+		if err != nil {
+			failures++
+			t.Errorf("spec %d %s: OTP compiles it, Compile says %v", i, etf.Format(st), err)
+			continue
+		}
+		compiled++
+		for j, o := range objs {
+			w := want.(etf.List)[j]
+			got, ok := s.Run(o)
+			var mine etf.Term = etf.List{}
+			if ok {
+				mine = etf.List{got}
+				matched++
+				if a, isAtom := got.(etf.Atom); isAtom && a == "EXIT" {
+					exits++
+				}
+			}
+			if !sameEncoding(mine, w) {
+				failures++
+				t.Errorf("spec %d %s on %s: got %s, OTP %s", i, etf.Format(st), etf.Format(o), etf.Format(mine), etf.Format(w))
+			}
+			if failures > 20 {
+				t.Fatalf("too many disagreements (seed %d)", seed)
+			}
+		}
+	}
+	t.Logf("%d specs: %d compiled, %d refused; %d runs matched, %d gave 'EXIT'", nSpecs, compiled, refused, matched, exits)
+	// The generator must keep hitting every outcome, or this test
+	// proves little.
+	if refused == 0 || matched < compiled || exits == 0 {
+		t.Errorf("weak coverage: %d refused, %d matched, %d 'EXIT' (seed %d)", refused, matched, exits, seed)
+	}
+	if failures > 0 {
+		t.Errorf("%d disagreements with OTP (seed %d)", failures, seed)
+	}
+}
+
+func sameEncoding(a, b etf.Term) bool {
+	x, err1 := etf.Encode(a)
+	y, err2 := etf.Encode(b)
+	return errors.Join(err1, err2) == nil && bytes.Equal(x, y)
+}
+
+// detsSelect runs every spec with dets:select/2 on one duplicate_bag
+// holding all objects: badarg for a refused spec, else the result list.
+const detsSelect = `
+[SB, OB, PB] = In,
+Specs = binary_to_term(SB),
+{ok, T} = dets:open_file(msdiff, [{file, binary_to_list(PB)}, {type, duplicate_bag}]),
+ok = dets:insert(T, binary_to_term(OB)),
+R = [try dets:select(T, S) catch error:badarg -> badarg end || S <- Specs],
+ok = dets:close(T),
+[term_to_binary(R)]
+`
+
+// TestBoundKeysOTP: BoundKeys decides lookups as dets does. For random
+// specs, OTP's dets:select/2 on a table must return what Go gets by
+// looking up BoundKeys (=:= on the key) or scanning, and running the spec:
+// the same multiset. Where dets's choice loses objects (keys 1 and 1.0),
+// so must ours. Seeded as TestDifferentialOTP.
+func TestBoundKeysOTP(t *testing.T) {
+	erl := otptest.Erl(t)
+	seed := testSeed(t)
+	g := msgen.New(seed)
+	g.InvalidRate = 0.02
+	objs := g.Objects(300)
+	specs := make(etf.List, 800)
+	for i := range specs {
+		specs[i] = g.Spec(objs)
+	}
+	sb, _ := etf.Encode(specs)
+	ob, _ := etf.Encode(etf.List(objs))
+	out := erl.Eval(t, detsSelect, sb, ob, []byte(t.TempDir()+"/ms.dets"))
+	res, err := etf.Decode(out[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := res.(etf.List)
+	var bound, failures int
+	for i, st := range specs {
+		want := results[i]
+		s, err := Compile(st)
+		if a, ok := want.(etf.Atom); ok && a == "badarg" {
+			if err == nil {
+				failures++
+				t.Errorf("spec %d %s: dets refuses it, Compile accepts it", i, etf.Format(st))
+			}
+			continue
+		}
+		if err != nil {
+			failures++
+			t.Errorf("spec %d %s: dets runs it, Compile says %v", i, etf.Format(st), err)
+			continue
+		}
+		keys, isBound := s.BoundKeys(1)
+		if isBound {
+			bound++
+		}
+		var got etf.List
+		for _, o := range objs {
+			if isBound && !slices.ContainsFunc(keys, func(k etf.Term) bool { return etf.Equal(k, o.(etf.Tuple)[0]) }) {
+				continue
+			}
+			if r, ok := s.Run(o); ok {
+				got = append(got, r)
+			}
+		}
+		if !sameMultiset(got, want.(etf.List)) {
+			failures++
+			t.Errorf("spec %d %s (bound keys %v %v): got %d results, dets %d", i, etf.Format(st), keys, isBound, len(got), len(want.(etf.List)))
+		}
+		if failures > 10 {
+			t.Fatalf("too many disagreements (seed %d)", seed)
+		}
+	}
+	t.Logf("%d specs, %d with bound keys", len(specs), bound)
+	if bound < len(specs)/10 {
+		t.Errorf("weak coverage: only %d specs with bound keys (seed %d)", bound, seed)
+	}
+}
+
+func sameMultiset(a, b etf.List) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	enc := func(l etf.List) []string {
+		out := make([]string, len(l))
+		for i, t := range l {
+			b, _ := etf.Encode(t)
+			out[i] = string(b)
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(enc(a), enc(b))
+}
+
+// edgeSpecs are hand-picked corners, each run on edgeObjects in OTP and
+// in Go by TestEdgeCasesOTP.
+var edgeSpecs = []string{
+	`[{'_',[],[{is_record,{{}},a,0}]}]`,
+	`[{'_',[],[{is_record,{{a}},a,-1}]}]`,
+	`[{'_',[],[{is_record,{{a}},a,100000000000000000000}]}]`,
+	`[{'_',[],[{is_record,{{a}},a,576460752303423487}]}]`,
+	`[{'_',[],[{is_record,{{a}},a,576460752303423488}]}]`,
+	`[{'_',[],[{is_record,{{a}},a,-576460752303423489}]}]`,
+	`[{'_',[],[{binary_part,<<"abc">>,100000000000000000000,1}]}]`,
+	`[{'_',[],[{binary_part,<<"abc">>,3,-3}]}]`,
+	`[{'_',[],[{element,0,{{a}}}]}]`,
+	`[{'_',[],[{tl,[a]}]}]`,
+	`[{'_',[],[{tl,{const,[a|b]}}]}]`,
+	`[{'_',[],[{length,{const,[a|b]}}]}]`,
+	`[{'_',[],[{map_get,a,[]}]}]`,
+	`[{'_',[],[{'bsl',-1,64}]}]`,
+	`[{'_',[],[{'bsr',-1,100000000000000000000}]}]`,
+	`[{'_',[],[{'bsl',-5,-100000000000000000000}]}]`,
+	`[{'_',[],[{'div',-9223372036854775808,-1}]}]`,
+	`[{'_',[],[{'rem',-9223372036854775808,-1}]}]`,
+	`[{'_',[],[{'*',-9223372036854775808,-1}]}]`,
+	`[{'_',[],[{'abs',-9223372036854775808}]}]`,
+	`[{'_',[],[{'bnot',-9223372036854775808}]}]`,
+	`[{'_',[],[{'trunc',-0.5}]}]`,
+	`[{'_',[],[{'round',4503599627370495.5}]}]`,
+	`[{'_',[],[{'float',9007199254740993}]}]`,
+	`[{'_',[],[{'/',9007199254740993,1}]}]`,
+	`[{'_',[],[{'+',0.0,-0.0}]}]`,
+	`[{'_',[],[{'-',0.0}]}]`,
+	`[{'_',[],[{'==',{const,{1,a}},{{1.0,a}}}]}]`,
+	`[{'_',[],[{'=:=',{const,{1,a}},{{1.0,a}}}]}]`,
+	`[{'_',[],[{'<',{const,#{a => 1}},{const,#{a => 1.0}}}]}]`,
+	`[{'_',[],[{'==',{const,#{a => 1}},{const,#{a => 1.0}}}]}]`,
+	`[{'_',[],[{'<',{const,#{1 => a}},{const,#{1.0 => a}}}]}]`,
+	`[{'_',[],[{'orelse',false,false}]}]`,
+	`[{'_',[],[{'andalso',true}]}]`,
+	`[{'_',[],[{'or',true}]}]`,
+	`[{'_',[],[{'xor',true,1}]}]`,
+	`[{'_',[],[{size,<<>>}]}]`,
+	`[{'_',[],[{bit_size,<<1:1>>}]}]`,
+	`[{{'$1',[]},[],['$$']}]`,
+	`[{{'_',['_'|'_']},[],['$_']}]`,
+	`[{{'_',#{}},[],[ok]}]`,
+	`[{{'$1','$1','$1'},[],['$1']}]`,
+}
+
+var edgeObjects = []string{`{a,[]}`, `{a,[b]}`, `{a,#{}}`, `{1,1.0,1}`, `{x,x,x}`, `x`}
+
+// TestEdgeCasesOTP: OTP and Go agree on edgeSpecs over edgeObjects,
+// byte for byte (a fixed list beside the random TestDifferentialOTP).
+func TestEdgeCasesOTP(t *testing.T) {
+	erl := otptest.Erl(t)
+	var specs, objs etf.List
+	for _, s := range edgeSpecs {
+		specs = append(specs, mustParse(t, s))
+	}
+	for _, s := range edgeObjects {
+		objs = append(objs, mustParse(t, s))
+	}
+	sb, _ := etf.Encode(specs)
+	ob, _ := etf.Encode(objs)
+	res, err := etf.Decode(erl.Eval(t, otpRunner, sb, ob)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range specs {
+		want := res.(etf.List)[i]
+		s, err := Compile(st)
+		if a, ok := want.(etf.Atom); ok && a == "badarg" {
+			if err == nil {
+				t.Errorf("%s: OTP refuses it, Compile accepts it", edgeSpecs[i])
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: OTP compiles it, Compile says %v", edgeSpecs[i], err)
+			continue
+		}
+		for j, o := range objs {
+			var mine etf.Term = etf.List{}
+			if got, ok := s.Run(o); ok {
+				mine = etf.List{got}
+			}
+			if w := want.(etf.List)[j]; !sameEncoding(mine, w) {
+				t.Errorf("%s on %s: got %s, OTP %s", edgeSpecs[i], edgeObjects[j], etf.Format(mine), etf.Format(w))
+			}
+		}
+	}
+}
