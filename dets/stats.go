@@ -2,6 +2,7 @@ package dets
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/godets/godets/etf"
 )
@@ -273,4 +274,26 @@ func sizeClasses(byLog2 []int64) []SizeClass {
 		}
 	}
 	return out
+}
+
+// CompactedSize estimates the file size after a compaction (a ForceRepair
+// rebuild) of the table these stats describe: the header and part table,
+// the parts and segments for one slot per key (within the slot bounds),
+// the buckets' blocks packed without gaps, and a short free-list area. The
+// buckets are counted as they are now; the rebuild spreads the keys over
+// the new slot count, which changes the blocks somewhat.
+func (s Stats) CompactedSize() int64 {
+	if s.Slots.Min <= 0 || s.Slots.Max <= 0 {
+		return 0
+	}
+	next := int64(nextForKeys(s.Keys, uint32(s.Slots.Min), uint32(s.Slots.Max)))
+	segs := next / slotsPerSeg
+	parts := (segs + segsPerPart - 1) / segsPerPart
+	used := parts*partSize + segs*segmentSize + s.BlockBytes
+	// The packed blocks leave one free block per set bit of the rest of
+	// the buddy area, each a 16-byte free-list record; then the
+	// terminator and the trailer.
+	rest := blockSize(maxBuddyClass) - used
+	freeListArea := int64(16*bits.OnesCount64(uint64(max(rest, 0)))) + 12 + trailerSize
+	return baseAddr + used + freeListArea
 }

@@ -72,6 +72,8 @@ func init() {
 		dumpCmd,
 		loadCmd,
 		digestCmd,
+		compactCmd,
+		lockCmd,
 		versionCmd,
 		demoCmd,
 		demoWriterCmd,
