@@ -74,6 +74,7 @@ func init() {
 		digestCmd,
 		compactCmd,
 		lockCmd,
+		completionCmd,
 		versionCmd,
 		demoCmd,
 		demoWriterCmd,
