@@ -73,6 +73,7 @@ func init() {
 		loadCmd,
 		digestCmd,
 		compactCmd,
+		inspectCmd,
 		lockCmd,
 		completionCmd,
 		versionCmd,
