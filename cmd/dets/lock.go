@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/godets/godets/dets"
 	"github.com/godets/godets/exclusive"
 )
 
@@ -42,7 +43,7 @@ a busy lock exits 5 and CMD is not run.`,
 			if len(args) < 2 {
 				return usagef("missing FILE or CMD (usage: %s)", lookupCommand("lock").usage)
 			}
-			if c.repair != 0 {
+			if c.repair != dets.NoRepair {
 				return usagef("lock never opens the table, so --repair must be no")
 			}
 			return c.lock(args[0], args[1:])
