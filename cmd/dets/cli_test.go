@@ -10,7 +10,7 @@ import (
 	"github.com/godets/godets/etf"
 )
 
-var allCommands = []string{"info", "check", "repair", "dump", "load", "digest", "demo"}
+var allCommands = []string{"info", "check", "get", "keys", "stats", "repair", "dump", "load", "digest", "compact", "lock", "completion", "demo"}
 
 func TestHelp(t *testing.T) {
 	r := must(t, "help")
@@ -143,11 +143,15 @@ func TestBadFiles(t *testing.T) {
 				regular = true
 				before = fileHash(t, c.path)
 			}
-			for _, cmd := range []string{"info", "check", "dump", "digest", "repair"} {
+			for _, cmd := range []string{"info", "check", "dump", "digest", "repair", "get", "keys", "stats", "compact"} {
 				if cmd == "repair" && c.code == exitNeedsRepair {
 					continue // repairing it is the right thing; tested elsewhere
 				}
-				r := runDets(t, cmd, c.path)
+				args := []string{cmd, c.path}
+				if cmd == "get" {
+					args = append(args, "1")
+				}
+				r := runDets(t, args...)
 				r.want(t, c.code, cmd, c.path)
 				if !strings.Contains(strings.ToLower(r.stderr), c.msg) {
 					t.Errorf("dets %s: stderr %q does not contain %q", cmd, r.stderr, c.msg)

@@ -430,7 +430,7 @@ func TestLockBusy(t *testing.T) {
 func TestDemo(t *testing.T) {
 	r := runDets(t, "demo") // no stdin, no terminal
 	r.want(t, 0, "demo")
-	for _, want := range []string{"$ dets check", "(exit status 2)", "$ dets repair --backup", "(exit status 5)", "survived"} {
+	for _, want := range []string{"$ dets check", "(exit status 2)", "$ dets repair --backup", "(exit status 5)", "survived", "$ dets get", "{cherry,<<\"dark red\">>,40}.", "$ dets stats", "load factor:"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
 		}

@@ -24,10 +24,10 @@ var demoCmd = &command{
 	summary: "a guided tour on a throw-away table: crash, check, repair",
 	usage:   "dets demo",
 	help: `Runs the tool on a table in a temporary directory and explains each step:
-two sessions write and read the table; a writer process takes the lock,
-writes, and is killed with SIGKILL so the file is left not closed properly;
-check reports it (exit 2), repair rebuilds it, and the surviving objects are
-shown. It needs no input and no terminal, and removes the directory at the
+two sessions write and read the table (info, dump, get); a writer process
+takes the lock, writes, and is killed with SIGKILL so the file is left not
+closed properly; check reports it (exit 2), repair rebuilds it, and the
+surviving objects and the rebuilt file's stats are shown. It needs no input and no terminal, and removes the directory at the
 end.`,
 	example: `  dets demo
   go run ./cmd/dets demo`,
@@ -136,6 +136,9 @@ func (c *cmdCtx) demo(keep bool) error {
 	if err := expect("dump", sh("dump", path), exitOK); err != nil {
 		return err
 	}
+	if err := expect("get", sh("get", path, "cherry"), exitOK); err != nil {
+		return err
+	}
 
 	step(3, "A writer process opens the table, writes %d objects, and is killed with SIGKILL.", len(demoWrites))
 	child, err := startDemoWriter(path)
@@ -171,6 +174,10 @@ func (c *cmdCtx) demo(keep bool) error {
 		return err
 	}
 	sh("digest", path)
+	fmt.Fprintln(out, "  And the shape of the rebuilt file: counts, load, buckets and free space.")
+	if err := expect("stats", sh("stats", path), exitOK); err != nil {
+		return err
+	}
 	survived, err := demoSurvivors(path)
 	if err != nil {
 		return err

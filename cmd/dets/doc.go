@@ -1,19 +1,28 @@
-// Command dets inspects, checks, repairs, dumps, loads and digests Erlang/OTP
-// DETS tables.
+// Command dets inspects, checks, repairs, compacts, dumps, loads and
+// digests Erlang/OTP DETS tables, and lets other programs hold a table's
+// lock.
 //
 // Every subcommand works inside an exclusive session (package exclusive):
 // it takes the table's lock on the <file>.slate.lock sidecar, opens the
-// table, does its work, closes the table and releases the lock. repair
-// holds the same lock (exclusive.Locked) but does not open the table: the
-// backup copy and dets.Repair work on the file directly. A service that
+// table, does its work, closes the table and releases the lock. repair,
+// compact, inspect and lock hold the same lock (exclusive.Locked) but do
+// not open the table: the backup copy, dets.Repair, the raw read of
+// inspect and lock's CMD work on the file directly. A service that
 // uses exclusive sessions on the same file therefore waits for the tool,
 // or fails cleanly, instead of seeing a half-written file.
 //
 // Usage:
 //
 //	dets info    [--json] FILE
-//	dets check   FILE
+//	dets check   [--redacted] FILE
+//	dets get     [--format erlang|json] FILE KEY
+//	dets keys    [--count] [--format erlang|json] FILE
+//	dets stats   [--json] FILE
 //	dets repair  [--backup PATH] [--kind set|bag|duplicate_bag --keypos N] FILE
+//	dets compact [--dry-run] FILE
+//	dets inspect [--slot N | --offset N] [--redact [--out COPY]] FILE
+//	dets lock    FILE -- CMD [ARGS...]
+//	dets completion bash|zsh
 //	dets dump    [--format erlang|json] FILE
 //	dets load    [--kind set|bag|duplicate_bag] [--keypos N] [--format otp9|native] [--syntax auto|erlang|json] FILE [INPUT]
 //	dets digest  FILE
@@ -61,6 +70,24 @@
 // exist, after the lock is taken and before anything is written. When FILE
 // is a symbolic link the copy is of the file the link resolves to, which
 // is also the file that the repair replaces; the link itself is kept.
+//
+// # Part two: get, keys, stats, compact, inspect, lock, completion
+//
+// get prints the objects of one key (given in Erlang syntax) and exits 1
+// with "not found" when there are none; keys prints each key once. stats
+// walks the slot table, the buckets and the free lists once
+// ((*dets.Table).Stats): counts, the load factor against OTP's growth rule
+// (slots >= keys), histograms of objects per bucket and of buddy size
+// classes, free space and fragmentation, the largest object and the byte
+// share of keys and values. compact is the ForceRepair rebuild of a file
+// that passes check (a damaged one is refused, since the rebuild would
+// drop objects); --dry-run estimates the size after it. inspect reads the
+// file's bytes (dets.Image) and annotates them; --redact replaces every
+// key and value byte by a same-length placeholder and zeroes the bytes no
+// structure claims, and 'check --redacted' ((*dets.Table).CheckStructure)
+// gives a redacted copy its original's verdict. lock runs CMD under the
+// table's lock and exits with its status. completion prints bash or zsh
+// completion generated from the command table.
 //
 // # Dump formats
 //

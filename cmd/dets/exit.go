@@ -62,7 +62,7 @@ func exitCode(err error) int {
 		// A header this version cannot read (an unknown type code or hash
 		// method, or the legacy phash) is an unsupported file too.
 		errors.Is(err, dets.ErrBadTypeCode), errors.Is(err, dets.ErrBadHashMethod),
-		errors.Is(err, dets.ErrUnsupportedHash):
+		errors.Is(err, dets.ErrUnsupportedHash), errors.Is(err, dets.ErrImageTooShort):
 		return exitNotDETS
 	case errors.Is(err, exclusive.ErrNeedsRepair), errors.Is(err, dets.ErrNeedsRepair),
 		errors.Is(err, dets.ErrNotClosed):

@@ -68,6 +68,9 @@ Examples:
   dets dump cache.dets > cache.terms      # erl: {ok, Objects} = file:consult("cache.terms")
   dets load --kind bag new.dets cache.terms
   dets dump --format json a.dets | dets load b.dets
+  dets get cache.dets '{user, 42}'        # the objects of one key
+  dets stats cache.dets                   # load, bucket and free-space histograms
+  dets lock cache.dets -- cp cache.dets /backup/   # a command under the table's lock
   dets demo                               # a guided tour on a throw-away table
 
 A failing command prints one line on stderr (JSON with --json or --format

@@ -14,6 +14,7 @@ func main() {
 		stdout:    os.Stdout,
 		stderr:    os.Stderr,
 		stderrTTY: isTerminal(os.Stderr),
+		stdoutTTY: isTerminal(os.Stdout),
 	}))
 }
 

@@ -161,7 +161,7 @@ func (c *cmdCtx) repairLocked(resolved string, shape dets.Options) (repaired boo
 			return false, 0, st, err
 		}
 	}
-	progress, done := c.repairProgress()
+	progress, done := c.rebuildProgress("repair")
 	st, err = dets.Repair(resolved, shape, progress)
 	done()
 	if err != nil && (shape.Kind == 0 || shape.KeyPos == 0) {
@@ -177,9 +177,10 @@ func (c *cmdCtx) repairLocked(resolved string, shape dets.Options) (repaired boo
 	return err == nil, 0, st, err
 }
 
-// repairProgress returns the engine's progress hook for a repair and a
-// function that clears the bar, or a nil hook when stderr is not a terminal.
-func (c *cmdCtx) repairProgress() (func(dets.RepairProgress), func()) {
+// rebuildProgress returns the engine's progress hook for a repair (or a
+// compaction: label names it) and a function that clears the bar, or a nil
+// hook when stderr is not a terminal.
+func (c *cmdCtx) rebuildProgress(label string) (func(dets.RepairProgress), func()) {
 	if !c.stderrTTY {
 		return nil, func() {}
 	}
@@ -193,9 +194,9 @@ func (c *cmdCtx) repairProgress() (func(dets.RepairProgress), func()) {
 			bar.Done()
 			phase = p.Phase
 			if phase == "scan" {
-				bar = c.newProgress("repair: scanning bytes", p.BytesTotal)
+				bar = c.newProgress(label+": scanning bytes", p.BytesTotal)
 			} else {
-				bar = c.newProgress("repair: writing objects", found)
+				bar = c.newProgress(label+": writing objects", found)
 			}
 		}
 		if phase == "scan" {

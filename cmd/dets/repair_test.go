@@ -241,12 +241,12 @@ func TestRepairProgressBar(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	s := errb.String()
-	for _, want := range []string{"\rrepair: scanning bytes [", "\rrepair: writing objects [", "100%", "500/500"} {
+	for _, want := range []string{"\rrepair: scanning bytes ", "\rrepair: writing objects ", "100%", "500/500"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("progress output lacks %q: %q", want, s)
 		}
 	}
-	if !strings.HasSuffix(s, "\r\x1b[K") {
+	if !strings.HasSuffix(s, "\x1b[2K\r") {
 		t.Errorf("the bar is not cleared at the end: %q", s)
 	}
 	if !strings.Contains(out.String(), "repaired (force): 500 objects") {

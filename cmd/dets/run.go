@@ -22,6 +22,7 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	stderrTTY      bool // show progress bars on stderr
+	stdoutTTY      bool // stats draws its histograms as bars
 }
 
 // command is one subcommand.
@@ -60,7 +61,25 @@ type cmdCtx struct {
 var commands []*command
 
 func init() {
-	commands = []*command{infoCmd, checkCmd, repairCmd, dumpCmd, loadCmd, digestCmd, versionCmd, demoCmd, demoWriterCmd}
+	// One command a line, so that additions merge cleanly.
+	commands = []*command{
+		infoCmd,
+		checkCmd,
+		getCmd,
+		keysCmd,
+		statsCmd,
+		repairCmd,
+		dumpCmd,
+		loadCmd,
+		digestCmd,
+		compactCmd,
+		inspectCmd,
+		lockCmd,
+		completionCmd,
+		versionCmd,
+		demoCmd,
+		demoWriterCmd,
+	}
 }
 
 func lookupCommand(name string) *command {
