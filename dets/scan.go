@@ -89,7 +89,7 @@ type scanState struct {
 	objs      []etf.Term // scanDecode's objects of one bucket
 	out       []etf.Term // objects decoded from the map (inOut), or of one bucket
 	bd        etf.RawBatch
-	raw       bool // RawAll's: read into buf, never decode (raw.go)
+	raw       bool // RawAll's: copy bodies out, never decode (raw.go)
 
 	// Copied under the lock: InitTable may rewrite kind and keyPos.
 	kind   Kind
@@ -440,7 +440,7 @@ func (t *Table) scanRead(st *scanState, ents []uint64, sizes []uint32) error {
 			hi = max(hi, p+int64(e.size))
 		}
 	}
-	if lo >= 0 && !st.raw && st.kind == Set && t.mm != nil && hi <= t.size && hi <= int64(len(t.mm)) {
+	if lo >= 0 && st.kind == Set && t.mm != nil && hi <= t.size && hi <= int64(len(t.mm)) {
 		var err error
 		if mapCopyFunc(func() { err = t.scanRefs(st, ents, t.mm[lo:hi], lo, true) }) {
 			return err
@@ -514,7 +514,7 @@ func (st *scanState) body(r scanRef) []byte {
 // errors included. It saves scanDecode's generality, a noticeable part of
 // the cost of a small object.
 func (st *scanState) decodeSet(body []byte) bool {
-	if st.kind != Set || len(body) == 0 {
+	if st.kind != Set || len(body) == 0 || st.raw {
 		return false // an empty bucket, which scanDecode checks
 	}
 	a := len(st.out)
