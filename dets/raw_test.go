@@ -118,12 +118,26 @@ func TestRawMatchesTerms(t *testing.T) {
 			}
 
 			tab := openT(t, rawPath, opts)
-			want, err := termObjects(tab)
-			must(t, err)
-			got, err := rawObjects(t, tab)
-			must(t, err)
-			if !sameTerms(got, want) {
-				t.Fatalf("RawAll gave %d objects, All %d, or another order", len(got), len(want))
+			// Read with pread first, then through the map.
+			tab.mu.Lock()
+			tab.noMap = true
+			tab.mu.Unlock()
+			for _, mapped := range []bool{false, true} {
+				if mapped {
+					tab.mu.Lock()
+					tab.mapFile()
+					tab.mu.Unlock()
+					if tab.mm == nil {
+						t.Fatal("the table could not be mapped")
+					}
+				}
+				want, err := termObjects(tab)
+				must(t, err)
+				got, err := rawObjects(t, tab)
+				must(t, err)
+				if !sameTerms(got, want) {
+					t.Fatalf("mapped %v: RawAll gave %d objects, All %d, or another order", mapped, len(got), len(want))
+				}
 			}
 			for i := range 300 {
 				k := keys[r.IntN(len(keys))]
