@@ -89,7 +89,10 @@ func readBytesRaw(b []byte, a *arena) ([]byte, int, bool) {
 // value has its own bytes: a []byte is capped at its end, and no chunk
 // byte is written after it is handed out, so strings stay immutable. A
 // nil arena allocates each value on its own.
-type arena struct{ chunk []byte }
+type arena struct {
+	chunk []byte // len arenaChunk; bytes from used on are free
+	used  int    // kept apart from chunk: a store into a slice header is a write barrier
+}
 
 const (
 	arenaChunk = 16 << 10 // bytes of a chunk
@@ -101,12 +104,12 @@ func (a *arena) bytes(b []byte) []byte {
 	if a == nil || len(b) > arenaMax || len(b) == 0 {
 		return append([]byte{}, b...)
 	}
-	if cap(a.chunk)-len(a.chunk) < len(b) {
-		a.chunk = make([]byte, 0, arenaChunk)
+	if len(a.chunk)-a.used < len(b) {
+		a.chunk, a.used = make([]byte, arenaChunk), 0
 	}
-	n := len(a.chunk)
-	a.chunk = append(a.chunk, b...)
-	return a.chunk[n:len(a.chunk):len(a.chunk)]
+	n := a.used
+	a.used += copy(a.chunk[n:], b)
+	return a.chunk[n:a.used:a.used]
 }
 
 // str returns b as a string.
