@@ -168,6 +168,8 @@ var Float = Codec[float64]{
 		}
 		return 0, mismatch("float", t)
 	},
+	appendRaw: appendFloatRaw,
+	readRaw:   readFloatRaw,
 }
 
 // Bool stores a bool as the atom true or false.
@@ -187,6 +189,8 @@ var Bool = Codec[bool]{
 		}
 		return false, mismatch("atom true or false", t)
 	},
+	appendRaw: appendBoolRaw,
+	readRaw:   readBoolRaw,
 }
 
 // maxAtomChars is Erlang's limit on the characters in one atom.
@@ -212,6 +216,8 @@ var Atom = Codec[string]{
 		}
 		return "", mismatch("atom", t)
 	},
+	appendRaw: appendAtomRaw,
+	readRaw:   readAtomRaw,
 }
 
 // Term passes Erlang terms through unchanged, for values of any shape.

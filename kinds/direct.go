@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"sync"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -199,4 +200,124 @@ func putBuf(p *[]byte, b []byte) {
 	}
 	*p = b[:0]
 	bufPool.Put(p)
+}
+
+// More ETF tags, for atoms and floats.
+const (
+	tagNewFloat      = 70  // NEW_FLOAT_EXT: IEEE 754 float64, big-endian
+	tagAtom          = 100 // ATOM_EXT: length uint16, Latin-1 text
+	tagSmallAtom     = 115 // SMALL_ATOM_EXT: length uint8, Latin-1 text
+	tagAtomUTF8      = 118 // ATOM_UTF8_EXT: length uint16, UTF-8 text
+	tagSmallAtomUTF8 = 119 // SMALL_ATOM_UTF8_EXT: length uint8, UTF-8 text
+)
+
+func appendFloatRaw(dst []byte, f float64) ([]byte, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return dst, false
+	}
+	return binary.BigEndian.AppendUint64(append(dst, tagNewFloat), math.Float64bits(f)), true
+}
+
+func readFloatRaw(b []byte, _ *arena) (float64, int, bool) {
+	if len(b) < 9 || b[0] != tagNewFloat {
+		return 0, 0, false
+	}
+	f := math.Float64frombits(binary.BigEndian.Uint64(b[1:]))
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, 0, false
+	}
+	return f, 9, true
+}
+
+// appendAtomRaw writes s as etf.Encode writes etf.Atom(s): ATOM_EXT when
+// every character fits Latin-1, else the UTF-8 forms. Text that is no
+// atom (not UTF-8, over 255 characters) is left to Encode, which says so.
+func appendAtomRaw(dst []byte, s string) ([]byte, bool) {
+	latin1, chars := true, 0
+	for _, r := range s {
+		if r == utf8.RuneError || r > 0xFF {
+			latin1 = false
+		}
+		chars++
+	}
+	if chars > maxAtomChars || !utf8.ValidString(s) {
+		return dst, false
+	}
+	switch {
+	case latin1:
+		dst = binary.BigEndian.AppendUint16(append(dst, tagAtom), uint16(chars))
+		for _, r := range s {
+			dst = append(dst, byte(r))
+		}
+		return dst, true
+	case len(s) <= 255:
+		dst = append(dst, tagSmallAtomUTF8, byte(len(s)))
+	default:
+		dst = binary.BigEndian.AppendUint16(append(dst, tagAtomUTF8), uint16(len(s)))
+	}
+	return append(dst, s...), true
+}
+
+// atomText returns the text of the atom at the front of b when it is
+// already the UTF-8 the atom decodes to (UTF-8 forms, ASCII Latin-1), and
+// the length of its encoding; Latin-1 text past ASCII goes to the term
+// path, which converts it.
+func atomText(b []byte) ([]byte, int, bool) {
+	if len(b) < 2 {
+		return nil, 0, false
+	}
+	var n, hdr int
+	switch b[0] {
+	case tagSmallAtom, tagSmallAtomUTF8:
+		n, hdr = int(b[1]), 2
+	case tagAtom, tagAtomUTF8:
+		if len(b) < 3 {
+			return nil, 0, false
+		}
+		n, hdr = int(binary.BigEndian.Uint16(b[1:])), 3
+	default:
+		return nil, 0, false
+	}
+	if n > len(b)-hdr {
+		return nil, 0, false
+	}
+	text := b[hdr : hdr+n]
+	if b[0] == tagAtom || b[0] == tagSmallAtom {
+		for _, c := range text {
+			if c >= utf8.RuneSelf {
+				return nil, 0, false
+			}
+		}
+	} else if !utf8.Valid(text) || utf8.RuneCount(text) > maxAtomChars {
+		return nil, 0, false
+	}
+	return text, hdr + n, true
+}
+
+func readAtomRaw(b []byte, a *arena) (string, int, bool) {
+	text, n, ok := atomText(b)
+	if !ok {
+		return "", 0, false
+	}
+	return a.str(text), n, true
+}
+
+func appendBoolRaw(dst []byte, v bool) ([]byte, bool) {
+	if v {
+		return appendAtomRaw(dst, "true")
+	}
+	return appendAtomRaw(dst, "false")
+}
+
+func readBoolRaw(b []byte, _ *arena) (bool, int, bool) {
+	text, n, ok := atomText(b)
+	switch {
+	case !ok:
+		return false, 0, false
+	case string(text) == "true":
+		return true, n, true
+	case string(text) == "false":
+		return false, n, true
+	}
+	return false, 0, false
 }

@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
@@ -142,8 +144,8 @@ func mutateTerm(r *rand.Rand, x etf.Term) etf.Term {
 		}
 		return append(append(etf.Tuple(nil), v...), etf.Nil)
 	case etf.Atom:
-		if len(v) > 0 {
-			return etf.Atom(string(v[:len(v)-1]) + "x")
+		if rs := []rune(string(v)); len(rs) > 0 {
+			return etf.Atom(string(rs[:len(rs)-1]) + "x")
 		}
 	case etf.Int:
 		return []etf.Term{etf.Binary("i"), etf.Int(-v - 1), etf.Int(v + 1<<31), etf.NewUint(1<<63 + uint64(r.IntN(9)))}[r.IntN(4)]
@@ -385,6 +387,32 @@ func TestDirectMatchesTerm(t *testing.T) {
 			return member{Name: str(r), Age: randInt64(r), Blob: randBytes(r)}
 		})
 	})
+	atom := func(r *rand.Rand) string {
+		parts := []string{"a", "ok", "é", "ÿ", "日本", "\u00ff\u0100", strings.Repeat("x", 200)}
+		s := ""
+		for range r.IntN(3) {
+			s += parts[r.IntN(len(parts))]
+		}
+		if utf8.RuneCountInString(s) > 255 {
+			s = s[:100]
+		}
+		return s
+	}
+	float := func(r *rand.Rand) float64 {
+		return []float64{0, math.Copysign(0, -1), 1.5, -2, 1e308, 5e-324, math.MaxFloat64, r.NormFloat64()}[r.IntN(8)]
+	}
+	t.Run("Atom,Float", func(t *testing.T) {
+		checkDirect(t, seed, Atom, Float, atom, float)
+	})
+	t.Run("Bool,Record of atoms", func(t *testing.T) {
+		type tagged struct {
+			Kind string
+			On   bool
+		}
+		rec := Record("tagged", Field(Atom, func(x *tagged) *string { return &x.Kind }), Field(Bool, func(x *tagged) *bool { return &x.On }))
+		checkDirect(t, seed, Bool, rec, func(r *rand.Rand) bool { return r.IntN(2) == 0 },
+			func(r *rand.Rand) tagged { return tagged{atom(r), r.IntN(2) == 0} })
+	})
 	t.Run("Tuple2,Tuple2", func(t *testing.T) {
 		checkDirect(t, seed, Tuple2(String, Int), Tuple2(Tuple2(Int, String), Bytes),
 			func(r *rand.Rand) Pair[string, int64] { return Pair[string, int64]{str(r), randInt64(r) % 4} },
@@ -409,8 +437,13 @@ func TestDirectPathCoverage(t *testing.T) {
 	has("Record", memberCodec.appendRaw != nil, memberCodec.readRaw != nil, true)
 	t2 := Tuple2(String, Int)
 	has("Tuple2", t2.appendRaw != nil, t2.readRaw != nil, true)
-	mixed := Tuple2(String, Float)
-	has("Tuple2 with Float", mixed.appendRaw != nil, mixed.readRaw != nil, false)
+	mixed := Tuple2(String, List(String))
+	has("Tuple2 with a List", mixed.appendRaw != nil, mixed.readRaw != nil, false)
+	has("Float", Float.appendRaw != nil, Float.readRaw != nil, true)
+	has("Bool", Bool.appendRaw != nil, Bool.readRaw != nil, true)
+	has("Atom", Atom.appendRaw != nil, Atom.readRaw != nil, true)
+	has("Charlist", Charlist.appendRaw != nil, Charlist.readRaw != nil, false)
+	has("Term", Term.appendRaw != nil, Term.readRaw != nil, false)
 	l := List(String)
 	has("List", l.appendRaw != nil, l.readRaw != nil, false)
 	conv := Convert(String, func(s string) (string, error) { return s, nil }, func(s string) (string, error) { return s, nil })
@@ -508,5 +541,33 @@ func TestDirectConcurrent(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestDirectEncodeErrors: a value the codec cannot encode (an atom too
+// long or not UTF-8, a NaN) gives the same error through a direct handle
+// as through a term-only one, and writes nothing.
+func TestDirectEncodeErrors(t *testing.T) {
+	tab := openTable(t, dets.Set, 1)
+	d, err := NewSet(tab, Atom, Float)
+	must(t, err)
+	m, err := NewSet(tab, termOnly(Atom), termOnly(Float))
+	must(t, err)
+	for _, c := range []struct {
+		k string
+		v float64
+	}{
+		{strings.Repeat("é", 256), 1},
+		{"bad\xff", 1},
+		{"ok", math.NaN()},
+		{"ok", math.Inf(-1)},
+	} {
+		e1, e2 := d.Insert(c.k, c.v), m.Insert(c.k, c.v)
+		if e1 == nil || !reflect.DeepEqual(errState(e1), errState(e2)) || !errors.Is(e1, ErrEncode) {
+			t.Errorf("Insert(%q, %v): direct %v, terms %v; want the same ErrEncode", c.k, c.v, e1, e2)
+		}
+	}
+	if n, err := d.Size(); n != 0 || err != nil {
+		t.Fatalf("refused inserts stored %d objects (%v)", n, err)
 	}
 }

@@ -52,15 +52,15 @@
 //
 // # Cost
 //
-// The built-in codecs String, Bytes, Int and Integer[T], and Tuple, Record
-// and Tuple2 over them, have a direct path: Lookup, All, Rows, Select and
+// The built-in codecs String, Bytes, Int, Integer[T], Float, Bool and
+// Atom, and Tuple, Record and Tuple2 over them, have a direct path: Lookup, All, Rows, Select and
 // Insert decode a stored object's bytes straight into K and V and encode
 // them straight into bytes (dets.Table.LookupRaw, RawAll, InsertRaw),
 // with no etf.Term in between. A typed Set[string, string] Lookup then
 // allocates only the string it returns, Insert nothing, and a traversal
 // copies the keys' and values' bytes into shared chunks (a value kept
 // after the loop keeps its chunk alive). Other codecs (user codecs,
-// List, Convert, Float, ...) take the term path: one codec call on a term
+// List, Convert, Charlist, Term) take the term path: one codec call on a term
 // per key and value. Both paths give the same values and the same errors;
 // a stored term the direct path does not expect (another type, an
 // unusual encoding) is decoded and handed to the term path.
