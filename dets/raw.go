@@ -205,7 +205,15 @@ func holdsKey(enc []byte, keyPos int) bool {
 // The bytes yielded are borrowed, as a bbolt value is inside its
 // transaction: they are valid only until the loop body returns (the next
 // step of the iteration overwrites them) and must not be changed. Copy
-// what must outlive the step; etf.Decode turns them into a term.
+// what must outlive the step; etf.Decode turns them into a term. They are
+// the traversal's own copy, taken under the lock, so nothing the loop
+// body or another goroutine does to the table (a write over the bucket,
+// Close and its unmap) changes them during the step.
+//
+// RawAll is an iterator rather than a callback run under the lock: the
+// loop body runs unlocked, so it may use the table and does not stall
+// writers, break ends the traversal, and the call per object costs what
+// a callback's would.
 func (t *Table) RawAll() iter.Seq2[[]byte, error] {
 	return func(yield func([]byte, error) bool) {
 		st := scanPool.Get().(*scanState)
