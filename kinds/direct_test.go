@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/godets/godets/dets"
@@ -569,5 +570,47 @@ func TestDirectEncodeErrors(t *testing.T) {
 	}
 	if n, err := d.Size(); n != 0 || err != nil {
 		t.Fatalf("refused inserts stored %d objects (%v)", n, err)
+	}
+}
+
+// TestDirectNoCodecUnderLock: the direct path runs no codec code while
+// the table is locked: a record's field accessor that calls the table
+// (a stand-in for any user code) neither deadlocks Lookup, Select nor All.
+func TestDirectNoCodecUnderLock(t *testing.T) {
+	// Not openTable: its cleanup's Close would wait forever for a
+	// deadlocked table, and the failure would be a hang.
+	tab, err := dets.Open(filepath.Join(t.TempDir(), "lock.dets"), dets.Options{Kind: dets.Set, KeyPos: 1})
+	must(t, err)
+	type rec struct{ Name string }
+	rc := Record("rec", Field(String, func(r *rec) *string {
+		if _, err := tab.Info(); err != nil { // locks the table
+			t.Error(err)
+		}
+		return &r.Name
+	}))
+	s, err := NewSet(tab, String, rc)
+	must(t, err)
+	if rc.readRaw == nil {
+		t.Fatal("the record has no direct path: the test would check nothing")
+	}
+	must(t, s.Insert("k", rec{"v"}))
+	done := make(chan error, 1)
+	go func() {
+		done <- func() error {
+			if v, err := s.Lookup("k"); err != nil || v.Name != "v" {
+				return fmt.Errorf("Lookup: %v, %v", v, err)
+			}
+			if rows, err := s.Select(func(string, rec) bool { return true }); err != nil || len(rows) != 1 {
+				return fmt.Errorf("Select: %v, %v", rows, err)
+			}
+			return nil
+		}()
+	}()
+	select {
+	case err := <-done:
+		must(t, err)
+		must(t, tab.Close())
+	case <-time.After(20 * time.Second):
+		t.Fatal("a typed read deadlocked: codec code ran under the table's lock")
 	}
 }
