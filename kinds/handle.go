@@ -119,15 +119,17 @@ func (b *base[K, V]) pair(obj etf.Term) (K, V, error) {
 	return k, v, nil
 }
 
+// insert writes {k, v} through the direct path when both codecs have it
+// (InsertRaw stores the bytes Insert would), else through terms.
 func (b *base[K, V]) insert(k K, v V) error {
 	bp := getBuf()
-	if buf, ok := b.directObject((*bp)[:0], k, v); ok {
+	buf, ok := b.directObject((*bp)[:0], k, v)
+	if ok {
 		err := b.t.InsertRaw(buf)
 		putBuf(bp, buf)
 		return err
-	} else {
-		putBuf(bp, buf)
 	}
+	putBuf(bp, buf)
 	obj, err := b.object(k, v)
 	if err != nil {
 		return err
