@@ -89,6 +89,7 @@ type scanState struct {
 	objs      []etf.Term // scanDecode's objects of one bucket
 	out       []etf.Term // objects decoded from the map (inOut), or of one bucket
 	bd        etf.RawBatch
+	raw       bool // RawAll's: copy bodies out, never decode (raw.go)
 
 	// Copied under the lock: InitTable may rewrite kind and keyPos.
 	kind   Kind
@@ -513,7 +514,7 @@ func (st *scanState) body(r scanRef) []byte {
 // errors included. It saves scanDecode's generality, a noticeable part of
 // the cost of a small object.
 func (st *scanState) decodeSet(body []byte) bool {
-	if st.kind != Set || len(body) == 0 {
+	if st.kind != Set || len(body) == 0 || st.raw {
 		return false // an empty bucket, which scanDecode checks
 	}
 	a := len(st.out)

@@ -1,6 +1,8 @@
 package kinds
 
 import (
+	"encoding/binary"
+	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -175,4 +177,132 @@ func BenchmarkSetUpdateCounter(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// The typed benchmarks run the bench/ workload (16-byte keys, 100-byte
+// values, a set of typedN objects built by single inserts) through a
+// Set[string, string], by the direct path and, for comparison, by the
+// term path that handles took before it (termOnly codecs):
+//
+//	go test -run '^$' -bench 'Typed' -benchmem -count 6 ./kinds
+const typedN = 100_000
+
+func typedKey(i int) string {
+	var k [16]byte
+	binary.BigEndian.PutUint64(k[:], uint64(i)*0x9E3779B97F4A7C15)
+	binary.BigEndian.PutUint64(k[8:], uint64(i))
+	return string(k[:])
+}
+
+func typedValue(i int) string {
+	var v [100]byte
+	binary.BigEndian.PutUint64(v[:], uint64(i))
+	return string(v[:])
+}
+
+// typedSets returns a table of typedN objects with a direct and a
+// term-only handle over it.
+func typedSets(b *testing.B) (direct, term *Set[string, string]) {
+	b.Helper()
+	tab, err := dets.Open(filepath.Join(b.TempDir(), "typed.dets"), dets.Options{Kind: dets.Set, KeyPos: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { tab.Close() })
+	direct, err = NewSet(tab, String, String)
+	if err != nil {
+		b.Fatal(err)
+	}
+	term, err = NewSet(tab, termOnly(String), termOnly(String))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range typedN {
+		if err := direct.Insert(typedKey(i), typedValue(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return direct, term
+}
+
+func typedPaths(b *testing.B, run func(b *testing.B, s *Set[string, string])) {
+	direct, term := typedSets(b)
+	b.Run("path=direct", func(b *testing.B) { run(b, direct) })
+	b.Run("path=term", func(b *testing.B) { run(b, term) })
+}
+
+func BenchmarkTypedLookup(b *testing.B) {
+	typedPaths(b, func(b *testing.B, s *Set[string, string]) {
+		r := rand.New(rand.NewPCG(1, 2))
+		keys := make([]string, 4096)
+		for i := range keys {
+			keys[i] = typedKey(r.IntN(typedN))
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			if _, err := s.Lookup(keys[i%len(keys)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkTypedAll: one op is a full traversal; ns/object is the figure
+// to compare with the peers' iterators.
+func BenchmarkTypedAll(b *testing.B) {
+	typedPaths(b, func(b *testing.B, s *Set[string, string]) {
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			var err error
+			n := 0
+			for range s.All(&err) {
+				n++
+			}
+			if err != nil || n != typedN {
+				b.Fatal(n, err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*typedN), "ns/object")
+	})
+}
+
+// BenchmarkTypedRawAll is the engine's borrowed traversal under the typed
+// one, for the bound it sets.
+func BenchmarkTypedRawAll(b *testing.B) {
+	s, _ := typedSets(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		n := 0
+		for _, err := range s.Table().RawAll() {
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if n != typedN {
+			b.Fatal(n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*typedN), "ns/object")
+}
+
+// BenchmarkTypedInsert replaces values of existing keys (the table does
+// not grow, so the figure is the insert's own).
+func BenchmarkTypedInsert(b *testing.B) {
+	typedPaths(b, func(b *testing.B, s *Set[string, string]) {
+		keys, vals := make([]string, 4096), make([]string, 4096)
+		for i := range keys {
+			keys[i], vals[i] = typedKey(i*7), typedValue(i)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range b.N {
+			if err := s.Insert(keys[i%len(keys)], vals[i%len(vals)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -46,6 +46,19 @@ type Codec[T any] struct {
 	// result may share memory with it. The handles use it for terms that
 	// the engine returned, which etf.Decode builds afresh for every call.
 	adopt func(etf.Term) (T, error)
+
+	// The direct path (direct.go), set by the built-ins and by Tuple and
+	// Record over codecs that have it; nil means the term path.
+	//
+	// appendRaw appends the body (no version byte) of v's encoding, the
+	// bytes etf.Encode writes for Encode's term; ok false leaves dst to
+	// Encode, which reports why.
+	appendRaw func(dst []byte, v T) ([]byte, bool)
+	// readRaw decodes the body at the front of b and returns its length;
+	// ok false says "take Decode on the term", which gives the value or
+	// the error. It copies what it keeps (into a when not nil): b is
+	// borrowed.
+	readRaw func(b []byte, a *arena) (v T, n int, ok bool)
 }
 
 // valid reports whether both functions are set.
@@ -90,6 +103,8 @@ var String = Codec[string]{
 		}
 		return "", mismatch("binary", t)
 	},
+	appendRaw: appendStringRaw,
+	readRaw:   readStringRaw,
 }
 
 // Bytes stores a byte slice as an Erlang binary. Encode does not copy: the
@@ -107,6 +122,8 @@ var Bytes = Codec[[]byte]{
 		}
 		return nil, mismatch("binary", t)
 	},
+	appendRaw: appendBinary,
+	readRaw:   readBytesRaw,
 }
 
 // Charlist stores a Go string as an Erlang string: a list of Unicode code
@@ -151,6 +168,8 @@ var Float = Codec[float64]{
 		}
 		return 0, mismatch("float", t)
 	},
+	appendRaw: appendFloatRaw,
+	readRaw:   readFloatRaw,
 }
 
 // Bool stores a bool as the atom true or false.
@@ -170,6 +189,8 @@ var Bool = Codec[bool]{
 		}
 		return false, mismatch("atom true or false", t)
 	},
+	appendRaw: appendBoolRaw,
+	readRaw:   readBoolRaw,
 }
 
 // maxAtomChars is Erlang's limit on the characters in one atom.
@@ -195,6 +216,8 @@ var Atom = Codec[string]{
 		}
 		return "", mismatch("atom", t)
 	},
+	appendRaw: appendAtomRaw,
+	readRaw:   readAtomRaw,
 }
 
 // Term passes Erlang terms through unchanged, for values of any shape.
@@ -257,5 +280,7 @@ func Integer[T integer]() Codec[T] {
 			}
 			return 0, mismatch("integer", t)
 		},
+		appendRaw: appendIntRaw[T],
+		readRaw:   readIntRaw[T],
 	}
 }

@@ -1,6 +1,7 @@
 package kinds
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 
@@ -12,6 +13,9 @@ import (
 type TupleField[T any] struct {
 	encode func(*T) (etf.Term, error)
 	decode func(etf.Term, *T) error
+	// The field codec's direct path (direct.go); nil when it has none.
+	appendRaw func([]byte, *T) ([]byte, bool)
+	readRaw   func([]byte, *T, *arena) (int, bool)
 }
 
 // Field maps one tuple element to one field of the struct T. at returns a
@@ -20,7 +24,7 @@ type TupleField[T any] struct {
 //
 //	kinds.Field(kinds.String, func(u *User) *string { return &u.Name })
 func Field[T, F any](c Codec[F], at func(*T) *F) TupleField[T] {
-	return TupleField[T]{
+	f := TupleField[T]{
 		encode: func(v *T) (etf.Term, error) {
 			if c.Encode == nil || at == nil {
 				return nil, &EncodeError{Codec: "field", Reason: "field has no codec or accessor"}
@@ -39,6 +43,17 @@ func Field[T, F any](c Codec[F], at func(*T) *F) TupleField[T] {
 			return nil
 		},
 	}
+	if at != nil && c.valid() && c.appendRaw != nil && c.readRaw != nil {
+		f.appendRaw = func(dst []byte, v *T) ([]byte, bool) { return c.appendRaw(dst, *at(v)) }
+		f.readRaw = func(b []byte, v *T, a *arena) (int, bool) {
+			x, n, ok := c.readRaw(b, a)
+			if ok {
+				*at(v) = x
+			}
+			return n, ok
+		}
+	}
+	return f
 }
 
 // Tuple maps a struct T to a tuple with one element per field, in order:
@@ -71,7 +86,7 @@ func tupleCodec[T any](tag string, fields []TupleField[T]) Codec[T] {
 	if tag != "" {
 		name = "record " + quoteShort(tag) + " (" + name + ")"
 	}
-	return Codec[T]{
+	c := Codec[T]{
 		Name: name,
 		Encode: func(v T) (etf.Term, error) {
 			out := make(etf.Tuple, arity)
@@ -106,6 +121,58 @@ func tupleCodec[T any](tag string, fields []TupleField[T]) Codec[T] {
 			}
 			return v, nil
 		},
+	}
+	directTuple(&c, tag, fields)
+	return c
+}
+
+// directTuple gives a tuple codec the direct path when every field has
+// one, the tuple fits SMALL_TUPLE_EXT and the tag is an atom.
+func directTuple[T any](c *Codec[T], tag string, fields []TupleField[T]) {
+	var head []byte // the tuple's header and tag, as etf.Encode writes them
+	arity := len(fields)
+	if tag != "" {
+		enc, err := etf.Encode(etf.Atom(tag))
+		if err != nil {
+			return // Encode reports it
+		}
+		arity++
+		head = enc[1:]
+	}
+	if arity > 255 {
+		return
+	}
+	for _, f := range fields {
+		if f.appendRaw == nil || f.readRaw == nil {
+			return
+		}
+	}
+	head = append([]byte{tagSmallTuple, byte(arity)}, head...)
+	c.appendRaw = func(dst []byte, v T) ([]byte, bool) {
+		dst = append(dst, head...)
+		for _, f := range fields {
+			var ok bool
+			if dst, ok = f.appendRaw(dst, &v); !ok {
+				return dst, false
+			}
+		}
+		return dst, true
+	}
+	c.readRaw = func(b []byte, a *arena) (T, int, bool) {
+		var v T
+		if !bytes.HasPrefix(b, head) {
+			return v, 0, false
+		}
+		off := len(head)
+		for _, f := range fields {
+			n, ok := f.readRaw(b[off:], &v, a)
+			if !ok {
+				var zero T
+				return zero, 0, false
+			}
+			off += n
+		}
+		return v, off, true
 	}
 }
 

@@ -12,8 +12,9 @@
 //	DuplicateBag[K, V]  duplicate_bag   []V (one entry per stored copy)
 //
 // Each handle offers Insert, InsertNew, Lookup, Member, Delete, DeleteObject,
-// Rows, All and Size; Set also has UpdateCounter, which refuses a result
-// its value codec cannot read back (ErrOutOfRange) before writing it.
+// Rows, All, Select, SelectSeq and Size; Set also has UpdateCounter, which
+// refuses a result its value codec cannot read back (ErrOutOfRange) before
+// writing it.
 //
 // # Iteration
 //
@@ -51,11 +52,16 @@
 //
 // # Cost
 //
-// A handle call is one codec call per key and value on top of the raw
-// engine call. The String codec's public Encode and Decode copy bytes,
-// because a Go string is immutable and an etf.Binary is not; the handles
-// know how long their terms live and skip those copies, so a typed Lookup
-// or Insert costs one allocation more than the raw call with a prebuilt key
-// (boxing the key term), a few percent of its time (BenchmarkRawLookup
-// against BenchmarkSetLookup).
+// The built-in codecs String, Bytes, Int, Integer[T], Float, Bool and
+// Atom, and Tuple, Record and Tuple2 over them, have a direct path: Lookup, All, Rows, Select and
+// Insert decode a stored object's bytes straight into K and V and encode
+// them straight into bytes (dets.Table.LookupRaw, RawAll, InsertRaw),
+// with no etf.Term in between. A typed Set[string, string] Lookup then
+// allocates only the string it returns, Insert nothing, and a traversal
+// copies the keys' and values' bytes into shared chunks (a value kept
+// after the loop keeps its chunk alive). Other codecs (user codecs,
+// List, Convert, Charlist, Term) take the term path: one codec call on a term
+// per key and value. Both paths give the same values and the same errors;
+// a stored term the direct path does not expect (another type, an
+// unusual encoding) is decoded and handed to the term path.
 package kinds

@@ -67,6 +67,37 @@ func (b *base[K, V]) value(obj etf.Term) (V, error) {
 	return v, nil
 }
 
+// decodeValue decodes the value of one stored object given as its bytes,
+// directly if it can.
+func (b *base[K, V]) decodeValue(obj []byte) (V, error) {
+	if v, ok := b.directValue(obj); ok {
+		return v, nil
+	}
+	t, err := termOf(obj)
+	if err != nil {
+		var zero V
+		return zero, err
+	}
+	return b.value(t)
+}
+
+// decodePair decodes the key and value of one stored object given as its
+// bytes, directly if it can.
+func (b *base[K, V]) decodePair(obj []byte, a *arena) (K, V, error) {
+	if k, v, ok := b.directPair(obj, a); ok {
+		return k, v, nil
+	}
+	t, err := termOf(obj)
+	if err != nil {
+		var (
+			zk K
+			zv V
+		)
+		return zk, zv, err
+	}
+	return b.pair(t)
+}
+
 // pair decodes the key and value of one stored object.
 func (b *base[K, V]) pair(obj etf.Term) (K, V, error) {
 	var (
@@ -88,7 +119,17 @@ func (b *base[K, V]) pair(obj etf.Term) (K, V, error) {
 	return k, v, nil
 }
 
+// insert writes {k, v} through the direct path when both codecs have it
+// (InsertRaw stores the bytes Insert would), else through terms.
 func (b *base[K, V]) insert(k K, v V) error {
+	bp := getBuf()
+	buf, ok := b.directObject((*bp)[:0], k, v)
+	if ok {
+		err := b.t.InsertRaw(buf)
+		putBuf(bp, buf)
+		return err
+	}
+	putBuf(bp, buf)
 	obj, err := b.object(k, v)
 	if err != nil {
 		return err
@@ -138,11 +179,25 @@ func (b *base[K, V]) lookupRaw(k K) ([]etf.Term, error) {
 }
 
 func (b *base[K, V]) lookupAll(k K) ([]V, error) {
+	var out []V
+	direct, err := b.lookupDirect(k, func(obj []byte) error {
+		v, err := b.decodeValue(obj)
+		if err == nil {
+			out = append(out, v)
+		}
+		return err
+	})
+	if direct {
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
 	objs, err := b.lookupRaw(k)
 	if err != nil || len(objs) == 0 {
 		return nil, err
 	}
-	out := make([]V, len(objs))
+	out = make([]V, len(objs))
 	for i, o := range objs {
 		v, err := b.value(o)
 		if err != nil {
@@ -166,12 +221,13 @@ func (b *base[K, V]) all(errp *error) iter.Seq2[K, V] {
 	}
 	return func(yield func(K, V) bool) {
 		*errp = nil
-		for obj, err := range b.t.All() {
+		var a arena
+		for obj, err := range b.t.RawAll() {
 			if err != nil {
 				*errp = err
 				return
 			}
-			k, v, err := b.pair(obj)
+			k, v, err := b.decodePair(obj, &a)
 			if err != nil {
 				*errp = err
 				return

@@ -66,17 +66,30 @@ func trimKinds(s string) string {
 // rows traverses the table as Rows documents.
 func (b *base[K, V]) rows() iter.Seq2[Row[K, V], error] {
 	return func(yield func(Row[K, V], error) bool) {
-		for obj, err := range b.t.All() {
+		var a arena
+		for obj, err := range b.t.RawAll() {
 			if err != nil {
 				yield(Row[K, V]{}, err)
 				return
 			}
-			r, err := b.row(obj)
+			r, err := b.rowOf(obj, &a)
 			if !yield(r, err) {
 				return
 			}
 		}
 	}
+}
+
+// rowOf decodes one stored object given as its bytes, directly if it can.
+func (b *base[K, V]) rowOf(obj []byte, a *arena) (Row[K, V], error) {
+	if k, v, ok := b.directPair(obj, a); ok {
+		return Row[K, V]{Key: k, Value: v}, nil
+	}
+	t, err := termOf(obj)
+	if err != nil {
+		return Row[K, V]{}, &RowError{Err: err}
+	}
+	return b.row(t)
 }
 
 // row decodes one stored object. A good row adopts the engine's fresh

@@ -42,6 +42,29 @@ func (s *Set[K, V]) InsertNew(key K, value V) (bool, error) { return s.b.insertN
 // for which errors.Is(err, ErrNotFound) holds; storage errors and decode
 // errors (errors.Is(err, ErrDecode)) never match ErrNotFound.
 func (s *Set[K, V]) Lookup(key K) (V, error) {
+	var (
+		v     V
+		verr  error
+		found bool
+	)
+	direct, err := s.b.lookupDirect(key, func(obj []byte) error {
+		if !found { // a set holds one
+			found = true
+			v, verr = s.b.decodeValue(obj)
+		}
+		return nil
+	})
+	if direct {
+		switch {
+		case err != nil:
+			var zero V
+			return zero, err
+		case !found:
+			var zero V
+			return zero, ErrNotFound
+		}
+		return v, verr
+	}
 	objs, err := s.b.lookupRaw(key)
 	if err != nil {
 		var zero V

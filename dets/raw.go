@@ -1,0 +1,362 @@
+package dets
+
+import (
+	"fmt"
+	"iter"
+
+	"github.com/godets/godets/etf"
+)
+
+// The raw calls hand out and take objects as their term_to_binary bytes
+// (the version byte 131 first), the form in which the file stores them,
+// so that a layer with its own Go types (kinds' typed handles, tools
+// that copy or digest objects) builds no etf.Term it would only convert
+// again. Every object they hand out has been checked as the term calls
+// check it (it decodes, whole, to a tuple holding the key), and a damaged
+// bucket gives the same *CorruptionError: the bytes are never garbage.
+//
+// They call the engine through rawKey, rawLookup, rawCheck and the scan's
+// bucket reader, so that changes inside the engine touch few lines here.
+
+// LookupRaw calls fn with the encoding of each object stored under key,
+// oldest first, and returns fn's first error (nil when the key is absent).
+// key is the encoding of the key term (etf.Encode's bytes; any valid
+// encoding of an equal term finds the same objects).
+//
+// The bytes passed to fn are borrowed: they are valid only until fn
+// returns and must not be changed; copy what is needed later. fn runs
+// while the table is locked, so it must not call the table, and it should
+// be short: the decoding of a few values, a copy.
+func (t *Table) LookupRaw(key []byte, fn func(obj []byte) error) error {
+	if err := t.begin(false); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	ka, hv, err := rawKey(key)
+	if err != nil {
+		return err
+	}
+	return t.rawLookup(&ka, hv, fn)
+}
+
+// rawKey checks a key encoding and returns it as a keyArg with its hash.
+func rawKey(key []byte) (keyArg, uint32, error) {
+	if err := etf.Validate(key); err != nil {
+		return keyArg{}, 0, fmt.Errorf("%w: key is not a term encoding: %w", ErrBadArgument, err)
+	}
+	ka := keyArg{enc: key[1:]}
+	if hv, ok := encodings.Phash2Body(ka.enc); ok && key[1] != compressedTag {
+		return ka, hv, nil
+	}
+	k, err := decodeTerm(key)
+	if err != nil { // unreachable after Validate; stay safe
+		return keyArg{}, 0, fmt.Errorf("%w: key is not a term encoding: %w", ErrBadArgument, err)
+	}
+	if key[1] == compressedTag {
+		ka.enc = nil // a compressed body is not comparable byte-wise
+	}
+	ka.term = k
+	return ka, keyHash(k), nil
+}
+
+// rawLookup calls fn with each checked object under ka (t.mu held).
+func (t *Table) rawLookup(ka *keyArg, hv uint32, fn func(obj []byte) error) error {
+	slot := t.slotFor(hv)
+	e, err := t.entry(slot)
+	if err != nil || e.size == 0 {
+		return err
+	}
+	body, err := t.readBucket(slot, e)
+	if err != nil {
+		return err
+	}
+	var fnErr error
+	call := func(enc []byte, off int) *bucketError {
+		if be := rawCheck(enc, t.keyPos, off); be != nil {
+			return be
+		}
+		if fnErr = fn(enc[:len(enc):len(enc)]); fnErr != nil {
+			return errSkipGroup
+		}
+		return nil
+	}
+	be := rawLookupInBody(t.kind, t.keyPos, body, ka, call)
+	if fnErr != nil {
+		return fnErr
+	}
+	if be != nil {
+		return corrupt(t.path, "object", int64(e.ptr)+int64(be.off), "slot %d: %s", slot, be.reason)
+	}
+	return nil
+}
+
+// rawLookupInBody calls found with each object of body stored under key.
+// Like lookupInBody it compares keys through their encodings and checks
+// the other objects only as far as their keys; found checks its object.
+func rawLookupInBody(kind Kind, keyPos int, body []byte, key *keyArg, found func(enc []byte, off int) *bucketError) *bucketError {
+	match := func(enc []byte, off int) (bool, *bucketError) {
+		g := group{kenc: keySpan(enc, keyPos)}
+		if g.kenc == nil {
+			// Compressed (decoded here) or malformed (reported).
+			o, e := rawObject(enc, keyPos, off)
+			if e != nil {
+				return false, e
+			}
+			if g.kenc = o.kenc; o.kenc == nil {
+				g.key, _ = keyOf(o.term, keyPos)
+			}
+		}
+		return cmpGroupKey(&g, key, keyPos) == 0, nil
+	}
+	if kind == Set {
+		done := false
+		e := parseObjects(body, bucketHeaderSize, func(enc []byte, off int) *bucketError {
+			if done {
+				return nil
+			}
+			ok, e := match(enc, off)
+			if e != nil || !ok {
+				return e
+			}
+			done = true
+			return found(enc, off)
+		})
+		return skipToNil(e)
+	}
+	for off := 0; off < len(body); {
+		if len(body)-off < 4 {
+			return &bucketError{bucketHeaderSize + off, "truncated key group size"}
+		}
+		sz := int(be.Uint32(body[off:]))
+		if sz < 9 || sz > len(body)-off {
+			return &bucketError{bucketHeaderSize + off, fmt.Sprintf("key group size %d out of range", sz)}
+		}
+		first, hit := true, false
+		e := parseObjects(body[off+4:off+sz], bucketHeaderSize+off+4, func(enc []byte, o int) *bucketError {
+			if first {
+				first = false
+				ok, e := match(enc, o)
+				if e != nil {
+					return e
+				}
+				if !ok {
+					return errSkipGroup
+				}
+				hit = true
+			}
+			return found(enc, o)
+		})
+		if e != nil && e != errSkipGroup {
+			return e
+		}
+		if hit {
+			return skipToNil(e)
+		}
+		off += sz
+	}
+	return nil
+}
+
+func skipToNil(e *bucketError) *bucketError {
+	if e == errSkipGroup {
+		return nil
+	}
+	return e
+}
+
+// rawCheck checks one stored object as the term calls do when they decode
+// it: it decodes, whole, and is a tuple with at least keyPos elements. The
+// error is the one decoding gives, so a damaged object reads the same
+// through either call.
+func rawCheck(enc []byte, keyPos int, off int) *bucketError {
+	if etf.Validate(enc) == nil && holdsKey(enc, keyPos) {
+		return nil
+	}
+	// Compressed (fine if it decodes to such a tuple), or damaged: the
+	// error is the one decoding gives.
+	if _, be := rawObject(enc, keyPos, off); be == nil {
+		return nil
+	} else if _, _, de := decodeObject(enc, keyPos, off); de != nil {
+		return de
+	} else {
+		return be
+	}
+}
+
+// holdsKey reports whether the valid encoding enc is a tuple with at least
+// keyPos elements, from its header alone.
+func holdsKey(enc []byte, keyPos int) bool {
+	const smallTuple, largeTuple = 104, 105 // SMALL_TUPLE_EXT, LARGE_TUPLE_EXT
+	switch {
+	case len(enc) >= 3 && enc[1] == smallTuple:
+		return int(enc[2]) >= keyPos
+	case len(enc) >= 6 && enc[1] == largeTuple:
+		return int64(be.Uint32(enc[2:])) >= int64(keyPos)
+	}
+	return false
+}
+
+// RawAll iterates over every object as its encoding, in the order and with
+// the guarantees of All (the loop body may use the table; an error ends
+// the iteration), without decoding anything: a traversal allocates a
+// few buffers, reused from one traversal to the next, and nothing per
+// object.
+//
+// The bytes yielded are borrowed, as a bbolt value is inside its
+// transaction: they are valid only until the loop body returns (the next
+// step of the iteration overwrites them) and must not be changed. Copy
+// what must outlive the step; etf.Decode turns them into a term. They are
+// the traversal's own copy, taken under the lock, so nothing the loop
+// body or another goroutine does to the table (a write over the bucket,
+// Close and its unmap) changes them during the step.
+//
+// RawAll is an iterator rather than a callback run under the lock: the
+// loop body runs unlocked, so it may use the table and does not stall
+// writers, break ends the traversal, and the call per object costs what
+// a callback's would.
+func (t *Table) RawAll() iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		st := scanPool.Get().(*scanState)
+		st.raw = true
+		var rs rawScan
+		defer func() {
+			st.raw = false
+			clear(rs.gs)
+			clear(rs.objs)
+			st.release()
+		}()
+		var w scanWindow
+		for {
+			done, err := t.scanCollect(st, &w)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if done {
+				return
+			}
+			st.sortByPtr()
+			for i := 0; i < len(st.ents); {
+				j := scanStretch(st.ents, i)
+				if err := t.scanRead(st, st.ents[i:j], st.sizes[i:j]); err != nil {
+					yield(nil, err)
+					return
+				}
+				for _, r := range st.refs {
+					if err := t.rawBucket(st, &rs, r, yield); err != nil {
+						if err != errStopped {
+							yield(nil, err)
+						}
+						return
+					}
+				}
+				i = j
+			}
+		}
+	}
+}
+
+// rawScan is RawAll's reusable parse of a bag's bucket.
+type rawScan struct {
+	gs   []group
+	objs []object
+}
+
+// errStopped reports that the loop body broke out of a raw traversal.
+var errStopped = fmt.Errorf("dets: raw traversal stopped")
+
+// rawBucket checks the whole bucket of r, then yields its objects; a bad
+// bucket yields none of them, as All does.
+func (t *Table) rawBucket(st *scanState, rs *rawScan, r scanRef, yield func([]byte, error) bool) error {
+	body := st.body(r)
+	var bErr *bucketError
+	if st.kind == Set {
+		bErr = parseObjects(body, bucketHeaderSize, func(enc []byte, off int) *bucketError {
+			return rawCheck(enc, st.keyPos, off)
+		})
+		if bErr == nil {
+			for len(body) > 0 {
+				n := be.Uint32(body)
+				if !yield(body[4:n:n], nil) {
+					return errStopped
+				}
+				body = body[n:]
+			}
+			return nil
+		}
+	} else {
+		rs.gs, rs.objs, bErr = parseRawInto(st.kind, st.keyPos, body, rs.gs, rs.objs)
+		if bErr == nil {
+			for i := range rs.gs {
+				for j := range rs.gs[i].objs {
+					enc := rs.gs[i].objs[j].enc
+					if !yield(enc[:len(enc):len(enc)], nil) {
+						return errStopped
+					}
+				}
+			}
+			return nil
+		}
+	}
+	err := corrupt(t.path, "object", int64(r.ptr)+int64(bErr.off), "slot %d: %s", r.slot, bErr.reason)
+	t.mu.Lock()
+	t.fail(err)
+	t.mu.Unlock()
+	return err
+}
+
+// InsertRaw inserts one object given as its encoding, as Insert inserts
+// the term it decodes to: obj must be a valid encoding of a tuple with at
+// least KeyPos elements, else the error matches ErrBadObject and nothing
+// is written. The bytes are stored as they are (etf.Encode's bytes are
+// what Insert stores, so a caller that wants files identical to the term
+// calls' encodes canonically) and are not kept after the call; obj must
+// not change while it runs.
+func (t *Table) InsertRaw(obj []byte) error {
+	if err := t.begin(true); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
+	sc := getScratch()
+	defer putScratch(sc)
+	p, err := t.prepareRaw(obj)
+	if err != nil {
+		return err
+	}
+	sc.ps = append(sc.ps[:0], p)
+	return t.fail(t.insertPrepared(sc, sc.ps))
+}
+
+// prepareRaw checks an encoded object and prepares it for insertion.
+func (t *Table) prepareRaw(obj []byte) (prepared, error) {
+	if err := etf.Validate(obj); err != nil {
+		return prepared{}, fmt.Errorf("%w: object 0: %w", ErrBadObject, err)
+	}
+	o := object{enc: obj, kenc: keySpan(obj, t.keyPos)}
+	var key etf.Term
+	if o.kenc != nil {
+		if hv, ok := encodings.Phash2Body(o.kenc); ok {
+			return prepared{obj: o, hash: hv}, nil
+		}
+		var err error
+		if key, err = encodings.DecodeBody(o.kenc); err != nil {
+			return prepared{}, fmt.Errorf("%w: object 0: %w", ErrBadObject, err)
+		}
+	} else {
+		// Compressed, or not a tuple holding the key.
+		term, err := decodeTerm(obj)
+		var ok bool
+		if err == nil {
+			key, ok = keyOf(term, t.keyPos)
+		}
+		if !ok {
+			return prepared{}, fmt.Errorf("%w: object 0 is not a tuple with at least %d elements", ErrBadObject, t.keyPos)
+		}
+		o.term = term
+	}
+	return prepared{key: key, obj: o, hash: keyHash(key)}, nil
+}
+
+// compressedTag follows the version byte of a compressed encoding
+// (COMPRESSED_EXT), whose body cannot be hashed or compared as bytes.
+const compressedTag = 80

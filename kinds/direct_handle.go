@@ -1,0 +1,112 @@
+package kinds
+
+import (
+	"encoding/binary"
+
+	"github.com/godets/godets/etf"
+)
+
+// The handles' direct path (see direct.go): objects go to and come from
+// the engine as bytes (dets.Table.LookupRaw, RawAll, InsertRaw). Codec
+// code never runs under the table's lock: a lookup copies the objects it
+// finds into a pooled buffer and decodes them after LookupRaw returns.
+
+// objectHead is the start of every object a handle writes: the version
+// byte and SMALL_TUPLE_EXT of arity 2.
+var objectHead = [...]byte{tagVersion, tagSmallTuple, objectArity}
+
+// directKey encodes k into buf (a whole encoding, with the version byte);
+// ok false: the key codec has no direct path for it.
+func (b *base[K, V]) directKey(buf []byte, k K) ([]byte, bool) {
+	if b.kc.appendRaw == nil {
+		return buf, false
+	}
+	return b.kc.appendRaw(append(buf, tagVersion), k)
+}
+
+// directObject encodes {k, v} into buf.
+func (b *base[K, V]) directObject(buf []byte, k K, v V) ([]byte, bool) {
+	if b.kc.appendRaw == nil || b.vc.appendRaw == nil {
+		return buf, false
+	}
+	buf, ok := b.kc.appendRaw(append(buf, objectHead[:]...), k)
+	if !ok {
+		return buf, false
+	}
+	return b.vc.appendRaw(buf, v)
+}
+
+// directValue decodes the value of the stored object obj; ok false: take
+// the term path. The key is not decoded, only skipped.
+func (b *base[K, V]) directValue(obj []byte) (V, bool) {
+	var zero V
+	if b.vc.readRaw == nil || len(obj) < 3 || [3]byte(obj) != objectHead {
+		return zero, false
+	}
+	var raw etf.Raw
+	s, e, ok := raw.TupleElement(obj, 2)
+	if !ok || e != len(obj) {
+		return zero, false
+	}
+	v, n, ok := b.vc.readRaw(obj[s:], nil)
+	if !ok || s+n != len(obj) {
+		return zero, false
+	}
+	return v, true
+}
+
+// directPair decodes the key and value of the stored object obj, their
+// bytes into a.
+func (b *base[K, V]) directPair(obj []byte, a *arena) (K, V, bool) {
+	var (
+		zk K
+		zv V
+	)
+	if b.kc.readRaw == nil || b.vc.readRaw == nil || len(obj) < 3 || [3]byte(obj) != objectHead {
+		return zk, zv, false
+	}
+	k, kn, ok := b.kc.readRaw(obj[3:], a)
+	if !ok {
+		return zk, zv, false
+	}
+	v, vn, ok := b.vc.readRaw(obj[3+kn:], a)
+	if !ok || 3+kn+vn != len(obj) {
+		return zk, zv, false
+	}
+	return k, v, true
+}
+
+// termOf decodes an object that dets handed out (so it decodes) for the
+// term path.
+func termOf(obj []byte) (etf.Term, error) {
+	t, err := etf.Decode(obj)
+	if err != nil {
+		return nil, &DecodeError{Path: "object", Expected: "a term", Got: "bytes that do not decode", Err: err}
+	}
+	return t, nil
+}
+
+// lookupDirect copies the objects stored under k into a pooled buffer,
+// each behind its 4-byte length, and calls each with them; ok false: no
+// direct key encoding (nothing was looked up).
+func (b *base[K, V]) lookupDirect(k K, each func(obj []byte) error) (bool, error) {
+	bp := getBuf()
+	buf, ok := b.directKey((*bp)[:0], k)
+	if !ok {
+		putBuf(bp, buf)
+		return false, nil
+	}
+	n := len(buf)
+	err := b.t.LookupRaw(buf[:n:n], func(obj []byte) error {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(obj)))
+		buf = append(buf, obj...)
+		return nil
+	})
+	for rest := buf[n:]; err == nil && len(rest) >= 4; {
+		m := 4 + int(binary.BigEndian.Uint32(rest))
+		err = each(rest[4:m:m])
+		rest = rest[m:]
+	}
+	putBuf(bp, buf)
+	return true, err
+}
