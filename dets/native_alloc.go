@@ -35,6 +35,7 @@ type nativeAlloc struct {
 	free [nativeMaxBuddyClass + 1][]uint64 // free blocks of 2^k bytes, ascending
 	pend []nativeBlock                     // pending blocks
 	quar []nativeBlock                     // quarantined blocks
+	held map[uint64]uint8                  // the pending and quarantined blocks: offset -> k
 	runs map[uint64]*nativeRun             // runs with a cell that is not live
 	open [nativeCellClasses + 1][]uint64   // per class, ascending runs with a free cell
 }
@@ -99,7 +100,7 @@ func (nativeFullError) Is(target error) bool { return target == ErrFileTooLarge 
 
 // newNativeAlloc returns the allocator of an empty buddy area at base.
 func newNativeAlloc(path string, base uint64) *nativeAlloc {
-	a := &nativeAlloc{path: path, base: base, runs: map[uint64]*nativeRun{}}
+	a := &nativeAlloc{path: path, base: base, runs: map[uint64]*nativeRun{}, held: map[uint64]uint8{}}
 	a.free[nativeMaxBuddyClass] = []uint64{base}
 	return a
 }
@@ -187,10 +188,11 @@ func (a *nativeAlloc) release(e nativeEntry) error {
 		if off < a.base || (off-a.base)%(1<<k) != 0 {
 			return corrupt(a.path, "layout", int64(off), "release of a misaligned %s", e)
 		}
-		if a.overlapsFree(off, k) || a.overlapsRun(off, k) {
+		if a.overlapsFree(off, k) || a.overlapsRun(off, k) || a.overlapsHeld(off, k) {
 			return corrupt(a.path, "layout", int64(off), "release of %s, which is not allocated", e)
 		}
 		a.pend = append(a.pend, nativeBlock{off, uint8(k)})
+		a.held[off] = uint8(k)
 		return nil
 	}
 	c := e.cellClass()
@@ -243,6 +245,7 @@ func (a *nativeAlloc) releaseQuarantine() error {
 		if a.overlapsFree(q.off, int(q.k)) {
 			return corrupt(a.path, "layout", int64(q.off), "quarantined block 2^%d is also free", q.k)
 		}
+		delete(a.held, q.off)
 		a.insertFree(int(q.k), q.off)
 	}
 	a.quar = a.quar[:0]
@@ -297,6 +300,36 @@ func (a *nativeAlloc) overlapsFree(off uint64, k int) bool {
 	for j := nativeMinBuddyClass; j < k; j++ { // blocks inside it
 		i, _ := slices.BinarySearch(a.free[j], off)
 		if i < len(a.free[j]) && a.free[j][i] < off+1<<k {
+			return true
+		}
+	}
+	return false
+}
+
+// overlapsHeld reports whether a pending or quarantined block overlaps
+// [off, off+2^k). Buddy blocks overlap only by nesting, so it looks up the
+// blocks that would contain it and the 4 KiB positions inside it.
+func (a *nativeAlloc) overlapsHeld(off uint64, k int) bool {
+	if len(a.held) == 0 {
+		return false
+	}
+	rel := off - a.base
+	for j := k; j <= nativeMaxBuddyClass; j++ {
+		at := a.base + rel&^(1<<j-1)
+		if hk, ok := a.held[at]; ok && off < at+1<<hk {
+			return true
+		}
+	}
+	if k > nativeMinBuddyClass+6 { // more than 64 positions: look at each held block
+		for h := range a.held {
+			if h >= off && h < off+1<<k {
+				return true
+			}
+		}
+		return false
+	}
+	for p := off + 1<<nativeMinBuddyClass; p < off+1<<k; p += 1 << nativeMinBuddyClass {
+		if _, ok := a.held[p]; ok {
 			return true
 		}
 	}

@@ -17,6 +17,7 @@ import (
 //	8   "GNF1" | 12 reserved 0
 //	16  nBuddy | 24 nQuar | 32 nRuns          u64 each
 //	40  nBuddy x u64  ((a - base) >> 12) << 8 | k      free blocks, ascending a
+//	                  (a - base < 2^60, so the word is below 2^60; a run's below 2^56)
 //	..  nQuar  x u64  the same                         quarantined blocks, ascending
 //	..  per run: u64 ((run - base) >> 16) << 8 | class; u64 nWords;
 //	    nWords x u64 free bitmap; nWords x u64 quarantine bitmap (bit i = cell i)
@@ -159,7 +160,7 @@ func decodeNativeFree(path string, b []byte, off int64, sum, base, dataEnd uint6
 			v := le.Uint64(b[pos:])
 			k := int(v & 0xff)
 			rel := v >> 8 << 12
-			if k < nativeMinBuddyClass || k > nativeMaxBuddyClass || rel%(1<<k) != 0 ||
+			if v >= 1<<60 || k < nativeMinBuddyClass || k > nativeMaxBuddyClass || rel%(1<<k) != 0 ||
 				rel > dataEnd-base || 1<<k > dataEnd-base-rel {
 				return bad(pos, "block %#x outside the buddy area", v)
 			}
@@ -180,7 +181,7 @@ func decodeNativeFree(path string, b []byte, off int64, sum, base, dataEnd uint6
 		v, nw := le.Uint64(b[pos:]), le.Uint64(b[pos+8:])
 		c := int(v & 0xff)
 		rel := v >> 8 << nativeRunClass
-		if c < 1 || c > nativeCellClasses || rel > dataEnd-base || nativeRunSize > dataEnd-base-rel {
+		if v >= 1<<56 || c < 1 || c > nativeCellClasses || rel > dataEnd-base || nativeRunSize > dataEnd-base-rel {
 			return bad(pos, "run %#x outside the buddy area", v)
 		}
 		r := freeRun{off: base + rel, class: c, pos: pos + 16}
@@ -272,7 +273,11 @@ func freeExtentsDisjoint(free, quar []nativeBlock, runs []freeRun) (uint64, bool
 // listed space, and [dataEnd, base+2^59) free as buddy blocks of
 // ascending sizes.
 func buildNativeAlloc(path string, b []byte, base, dataEnd uint64, free, quar []nativeBlock, runs []freeRun) *nativeAlloc {
-	a := &nativeAlloc{path: path, base: base, runs: make(map[uint64]*nativeRun, len(runs)), quar: quar}
+	a := &nativeAlloc{path: path, base: base, runs: make(map[uint64]*nativeRun, len(runs)), quar: quar,
+		held: make(map[uint64]uint8, len(quar))}
+	for _, q := range quar {
+		a.held[q.off] = q.k
+	}
 	for _, blk := range free {
 		a.free[blk.k] = append(a.free[blk.k], blk.off)
 	}
