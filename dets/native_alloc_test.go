@@ -146,7 +146,21 @@ func TestNativeAllocModel(t *testing.T) {
 					t.Fatalf("%s: a refused release changed the allocator", what(step))
 				}
 			case x < 96:
+				// The checkpoint allocates its free record's block from
+				// the bound first, as the engine will (§10.3 step 2).
+				bound := a.freeRecordBound()
+				k := blockClassFor(bound)
+				off, err := a.allocBlock(k)
+				must(t, err)
+				rb := nativeBlockEntry(off, k)
+				if m.mark(rb, true) {
+					t.Fatalf("%s: the free record's block %v overlaps space not yet free", what(step), rb)
+				}
+				m.live = append(m.live, rb)
 				must(t, a.checkpoint())
+				if sz := a.freeRecordSize(a.dataEnd()); sz > bound {
+					t.Fatalf("%s: free record of %d bytes, bound %d", what(step), sz, bound)
+				}
 				for _, e := range m.quar {
 					m.mark(e, false)
 				}

@@ -115,3 +115,43 @@ func FuzzNativeObject(f *testing.F) {
 		}
 	})
 }
+
+// FuzzNativeLog: arbitrary bytes as the head page and one block of an
+// epoch's log (§15.6). Reading must not panic, and what it returns must be
+// a log: consecutive seqs from the meta's, the epoch's records only, no
+// LINK, and a last record that ends its group.
+func FuzzNativeLog(f *testing.F) {
+	l := newTestLog(3, 10, 1)
+	for i := range 70 {
+		l.put(putRec(uint64(i), i%3 == 2))
+	}
+	head := l.img[nativeLogHead(3) : nativeLogHead(3)+nativePageSize]
+	blk := l.img[l.writtenBlock[0] : l.writtenBlock[0]+512]
+	f.Add(bytes.Clone(head), bytes.Clone(blk))
+	f.Add(make([]byte, 64), []byte{})
+	f.Fuzz(func(t *testing.T, head, blk []byte) {
+		const gen, metaSeq = 3, 10
+		lb := &testLog{img: make([]byte, testLogBase+2*nativeLogBlockSize), fileID: 77, gen: gen}
+		copy(lb.img[nativeLogHead(gen):nativeLogHead(gen)+nativePageSize], head)
+		copy(lb.img[testLogBase+nativeLogBlockSize:], blk)
+		lg, err := readNativeLog("f", lb.read, lb.fileID, gen, metaSeq, testLogBase, uint64(len(lb.img)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev := uint64(metaSeq)
+		for i, r := range lg.recs {
+			if r.epoch != gen || r.seq <= prev || r.typ == recLink {
+				t.Fatalf("record %d: %+v after seq %d", i, r, prev)
+			}
+			prev = r.seq
+		}
+		if n := len(lg.recs); n > 0 && !lg.recs[n-1].endsGroup() {
+			t.Fatal("the log ends inside a group")
+		}
+		for _, b := range lg.blocks {
+			if b < testLogBase || (b-testLogBase)%nativeLogBlockSize != 0 || b+nativeLogBlockSize > uint64(len(lb.img)) {
+				t.Fatalf("block %#x outside the file", b)
+			}
+		}
+	})
+}
