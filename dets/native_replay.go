@@ -1,6 +1,9 @@
 package dets
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Reading and replaying the log of a file not closed properly
 // (docs/format-native.md §11.2), as pure functions over what the caller
@@ -162,4 +165,68 @@ func addCount(c uint64, d int32) (uint64, bool) {
 	}
 	s := c + uint64(d)
 	return s, s >= c
+}
+
+// available reports whether the cell or block e names lies wholly in
+// space that is free or quarantined: where a write of the epoch after the
+// allocator's free record could have put a bucket (§11.2 step 2). Use it
+// on an allocator just built from that record, whose held blocks are its
+// quarantine.
+func (a *nativeAlloc) available(e nativeEntry) bool {
+	if c := e.cellClass(); c != 0 {
+		off := e.off()
+		if off < a.base {
+			return false
+		}
+		run := a.base + (off-a.base)&^(nativeRunSize-1)
+		if a.containedInFree(run, nativeRunClass) {
+			return true
+		}
+		r := a.runs[run]
+		if r == nil || int(r.class) != c {
+			return false
+		}
+		i := (off - run) / cellSize(c)
+		w, bit := i/64, uint64(1)<<(i%64)
+		return (off-run)%cellSize(c) == 0 && i < uint64(r.cells) && (r.free[w]|r.quar[w])&bit != 0
+	}
+	k := e.blockClass()
+	return k != 0 && e.off() >= a.base && (e.off()-a.base)%(1<<k) == 0 && a.containedInFree(e.off(), k)
+}
+
+// containedInFree reports whether the aligned block [off, off+2^k) lies
+// inside one free or held block: buddy blocks contain each other or are
+// disjoint, so only the blocks at its aligned ancestors' addresses can.
+func (a *nativeAlloc) containedInFree(off uint64, k int) bool {
+	rel := off - a.base
+	for j := k; j <= nativeMaxBuddyClass; j++ {
+		at := a.base + rel&^(1<<j-1)
+		if _, ok := slices.BinarySearch(a.free[j], at); ok {
+			return true
+		}
+		if hk, ok := a.held[at]; ok && int(hk) == j {
+			return true
+		}
+	}
+	return false
+}
+
+// verifyNativePut is the check of one replay candidate (§11.2 step 2): the
+// bucket b read at the PUT's entry has the header the record binds (bsum,
+// seq, slot), sound objects that hash to its slot, and it lies in space
+// that meta g's free record, loaded as a, left free or quarantined.
+func verifyNativePut(path string, r *nativeLogRec, b []byte, keyPos int, a *nativeAlloc) error {
+	e := nativeEntry(r.entry)
+	off := int64(e.off())
+	if !a.available(e) {
+		return corrupt(path, "log", off, "record seq %d names %v, which the last checkpoint did not leave free", r.seq, e)
+	}
+	h, err := walkNativeBucket(path, b, off, e.room(), keyPos, nil)
+	if err != nil {
+		return err
+	}
+	if h.seq != r.seq || uint64(h.slot) != r.slot || h.headerSum() != r.bsum {
+		return corrupt(path, "bucket", off, "not the bucket of record seq %d (seq %d, slot %d)", r.seq, h.seq, h.slot)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package dets
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -266,6 +267,80 @@ func TestNativeApplyLog(t *testing.T) {
 			max = 512
 		}
 		if _, err := applyNativeLog("f", []nativeLogRec{bad}, &m, max); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestNativeVerifyPut: a replay candidate passes only with its own bucket,
+// in space the last checkpoint left free or quarantined.
+func TestNativeVerifyPut(t *testing.T) {
+	a := newNativeAlloc("f", nativeBase)
+	alloc := func(size uint64) nativeEntry {
+		e, err := a.alloc(size)
+		must(t, err)
+		return e
+	}
+	e1, e2, e5 := alloc(100), alloc(100), alloc(100)
+	e3, e4, e6 := alloc(5000), alloc(5000), alloc(5000)
+	must(t, a.release(e2))
+	must(t, a.release(e4))
+	must(t, a.checkpoint())
+	must(t, a.checkpoint())
+	must(t, a.release(e1))
+	must(t, a.release(e3))
+	must(t, a.checkpoint())
+	end := a.dataEnd()
+	rec, err := a.encodeFree(nil, end)
+	must(t, err)
+	b, err := decodeNativeFree("f", rec, 0, nativeNodeSum(rec), nativeBase, end)
+	must(t, err)
+	for _, c := range []struct {
+		name string
+		e    nativeEntry
+		ok   bool
+	}{
+		{"free cell", e2, true}, {"quarantined cell", e1, true}, {"live cell", e5, false},
+		{"free block", e4, true}, {"quarantined block", e3, true}, {"live block", e6, false},
+		{"past the data end", nativeBlockEntry(nativeBase+((end-nativeBase)>>20+1)<<20, 20), true},
+		{"a block around a live one", nativeBlockEntry(e6.off()&^(1<<16-1), 16), false},
+		{"a cell of another class", nativeCellEntry(e1.off(), e1.cellClass()+1), false},
+		{"empty", 0, false},
+	} {
+		if got := b.available(c.e); got != c.ok {
+			t.Errorf("%s %v: available %v", c.name, c.e, got)
+		}
+	}
+
+	obj := appendNativeObject(nil, []byte{131, 104, 2, 97, 7, 97, 8})
+	kenc := keySpan(obj[9:], 1)
+	slot := uint32(nativeKeyHash(kenc) & 511)
+	bucket := func(seq uint64, slot uint32, body []byte) ([]byte, uint64) {
+		h := nativeBucketHead{seq: seq, slot: slot, level: 9, size: uint64(32 + len(body))}
+		bb := make([]byte, 32)
+		h.encode(bb)
+		return append(bb, body...), h.headerSum()
+	}
+	good, sum := bucket(50, slot, obj)
+	put := nativeLogRec{epoch: 1, seq: 50, typ: recPut, slot: uint64(slot), entry: uint64(e1), bsum: sum}
+	if err := verifyNativePut("f", &put, good, 1, b); err != nil {
+		t.Fatalf("the record's own bucket: %v", err)
+	}
+	other, otherSum := bucket(49, slot, obj) // an older version of the slot
+	damaged := bytes.Clone(good)
+	damaged[len(damaged)-1] ^= 1
+	for name, c := range map[string]struct {
+		r nativeLogRec
+		b []byte
+	}{
+		"older bucket":         {put, other},
+		"older bucket's bsum":  {func() nativeLogRec { r := put; r.bsum = otherSum; return r }(), good},
+		"other slot":           {func() nativeLogRec { r := put; r.slot++; return r }(), good},
+		"damaged object":       {put, damaged},
+		"in a live cell":       {func() nativeLogRec { r := put; r.entry = uint64(e5); return r }(), good},
+		"bucket past its cell": {func() nativeLogRec { r := put; r.entry = uint64(nativeCellEntry(e1.off(), 1)); return r }(), good},
+	} {
+		if err := verifyNativePut("f", &c.r, c.b, 1, b); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
