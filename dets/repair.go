@@ -240,6 +240,9 @@ func (p *repairPlan) openOld() error {
 	if p.data, p.unmap, err = mapFile(src, p.size); err != nil {
 		return err
 	}
+	if err := refuseNativeRepair(p.path, p.data); err != nil {
+		return err
+	}
 	if p.unmap != nil {
 		p.guard = &mapGuard{data: p.data, src: src, path: p.path}
 	}

@@ -219,6 +219,8 @@ func (t *Table) load(opts *Options, size int64) (*repairRequest, error) {
 	switch v := be.Uint32(head[offVersion:]); {
 	case v < formatVersion:
 		return nil, openError(ErrUnsupportedVersion, t.path)
+	case v == nativeVersionBE:
+		return nil, refuseNative(t.path, head, size)
 	case v > formatVersion:
 		return nil, openError(ErrNotDETS, t.path)
 	}

@@ -1,0 +1,180 @@
+package dets
+
+import (
+	"github.com/cespare/xxhash/v2"
+)
+
+// The native log (docs/format-native.md §10.2): the writes after meta g
+// are records of epoch g, in the head page of g mod 2 and then in 64 KiB
+// blocks chained by LINK records. A page or block is a 64-byte header and
+// 64-byte records after it.
+//
+//	block header                         record
+//	0  bxh (of 8..63)                    0  rxh (of 8..63)
+//	8  "GNL1"                            8  epoch = gen of the meta it follows
+//	12 reserved                          16 seq, one above the previous record
+//	16 fileID                            24 type u8 (PUT EMPTY GROW LINK)
+//	24 epoch                             25 flags u8 (bit 0 ends a group)
+//	32 index in the epoch (0, 1, ...)    26 reserved (6 B)
+//	40 reserved (24 B)                   32 slot (GROW: next after the step)
+//	                                     40 entry (PUT: slot entry; GROW: M after
+//	                                        the step, so M <= next < 2M; LINK: block)
+//	                                     48 bsum (PUT: the new bucket's hxh)
+//	                                     56 dObj i32 | 60 dKeys i32
+
+// Log layout and field offsets.
+const (
+	nativeHeadRecords  = (nativePageSize - nativeLogHeader) / nativeLogRecord     // 63
+	nativeBlockRecords = (nativeLogBlockSize - nativeLogHeader) / nativeLogRecord // 1023
+
+	nlOffMagic  = 8
+	nlOffFileID = 16
+	nlOffEpoch  = 24
+	nlOffIndex  = 32
+
+	nrOffEpoch = 8
+	nrOffSeq   = 16
+	nrOffType  = 24
+	nrOffFlags = 25
+	nrOffSlot  = 32
+	nrOffEntry = 40
+	nrOffBsum  = 48
+	nrOffDObj  = 56
+	nrOffDKeys = 60
+)
+
+// nativeLogHead is the offset of the fixed head page of epoch gen's log.
+func nativeLogHead(gen uint64) uint64 { return nativeLogHeadOff + nativePageSize*(gen%2) }
+
+// nativeLogBlock is a decoded log block (or head page) header.
+type nativeLogBlock struct {
+	fileID uint64
+	epoch  uint64
+	index  uint64 // 0 for the head page, then 1, 2, ... along the LINKs
+}
+
+// encode writes the header, checksum included, into b[:64].
+func (h *nativeLogBlock) encode(b []byte) {
+	b = b[:nativeLogHeader]
+	clear(b)
+	le.PutUint32(b[nlOffMagic:], nativeLogBlockMagic)
+	le.PutUint64(b[nlOffFileID:], h.fileID)
+	le.PutUint64(b[nlOffEpoch:], h.epoch)
+	le.PutUint64(b[nlOffIndex:], h.index)
+	le.PutUint64(b, xxhash.Sum64(b[8:]))
+}
+
+// decodeNativeLogBlock decodes and validates the header at the start of b,
+// read at off. Whether it belongs to the current epoch and file is the
+// caller's test. Errors are *CorruptionError in section "log".
+func decodeNativeLogBlock(path string, b []byte, off int64) (nativeLogBlock, error) {
+	var h nativeLogBlock
+	if len(b) < nativeLogHeader {
+		return h, corrupt(path, "log", off, "short log block header")
+	}
+	b = b[:nativeLogHeader]
+	if le.Uint64(b) != xxhash.Sum64(b[8:]) {
+		return h, corrupt(path, "log", off, "block header checksum mismatch")
+	}
+	if le.Uint32(b[nlOffMagic:]) != nativeLogBlockMagic || !allZero(b[12:16]) || !allZero(b[40:]) {
+		return h, corrupt(path, "log", off, "bad block header")
+	}
+	return nativeLogBlock{fileID: le.Uint64(b[nlOffFileID:]), epoch: le.Uint64(b[nlOffEpoch:]),
+		index: le.Uint64(b[nlOffIndex:])}, nil
+}
+
+// nativeLogRec is a decoded log record.
+type nativeLogRec struct {
+	epoch uint64
+	seq   uint64
+	typ   uint8 // recPut, recEmpty, recGrow or recLink
+	flags uint8 // recEndGroup
+	slot  uint64
+	entry uint64
+	bsum  uint64
+	dObj  int32
+	dKeys int32
+}
+
+// endsGroup reports whether r is the last record of its atomic group.
+func (r *nativeLogRec) endsGroup() bool { return r.flags&recEndGroup != 0 }
+
+// encode writes the record, checksum included, into b[:64].
+func (r *nativeLogRec) encode(b []byte) {
+	b = b[:nativeLogRecord]
+	clear(b)
+	le.PutUint64(b[nrOffEpoch:], r.epoch)
+	le.PutUint64(b[nrOffSeq:], r.seq)
+	b[nrOffType] = r.typ
+	b[nrOffFlags] = r.flags
+	le.PutUint64(b[nrOffSlot:], r.slot)
+	le.PutUint64(b[nrOffEntry:], r.entry)
+	le.PutUint64(b[nrOffBsum:], r.bsum)
+	le.PutUint32(b[nrOffDObj:], uint32(r.dObj))
+	le.PutUint32(b[nrOffDKeys:], uint32(r.dKeys))
+	le.PutUint64(b, xxhash.Sum64(b[8:]))
+}
+
+// decodeNativeLogRec decodes the record at the start of b, read at off, and
+// checks what a record says about itself: its checksum, its type, and the
+// fields that type must leave zero. That its epoch and seq continue the log
+// is the replay's test (nativeLogFollows). Errors are *CorruptionError in
+// section "log"; during replay, the first one ends the log.
+func decodeNativeLogRec(path string, b []byte, off int64) (nativeLogRec, error) {
+	var r nativeLogRec
+	if len(b) < nativeLogRecord {
+		return r, corrupt(path, "log", off, "short log record")
+	}
+	b = b[:nativeLogRecord]
+	if le.Uint64(b) != xxhash.Sum64(b[8:]) {
+		return r, corrupt(path, "log", off, "record checksum mismatch")
+	}
+	r = nativeLogRec{epoch: le.Uint64(b[nrOffEpoch:]), seq: le.Uint64(b[nrOffSeq:]),
+		typ: b[nrOffType], flags: b[nrOffFlags], slot: le.Uint64(b[nrOffSlot:]),
+		entry: le.Uint64(b[nrOffEntry:]), bsum: le.Uint64(b[nrOffBsum:]),
+		dObj: int32(le.Uint32(b[nrOffDObj:])), dKeys: int32(le.Uint32(b[nrOffDKeys:]))}
+	if msg := r.invalid(b); msg != "" {
+		return r, corrupt(path, "log", off, "%s", msg)
+	}
+	return r, nil
+}
+
+// invalid checks a record's fields by its type; "" when they are sound.
+func (r *nativeLogRec) invalid(b []byte) string {
+	if r.flags&^recEndGroup != 0 || !allZero(b[26:32]) {
+		return "reserved bits are not zero"
+	}
+	if r.seq == 0 || r.epoch == 0 {
+		return "sequence number or epoch 0"
+	}
+	switch r.typ {
+	case recPut:
+		if e := nativeEntry(r.entry); e.room() == 0 || r.slot >= nativeMaxSlots {
+			return "PUT without a cell or block"
+		}
+	case recEmpty:
+		if r.entry != 0 || r.bsum != 0 || r.slot >= nativeMaxSlots {
+			return "EMPTY with an entry"
+		}
+	case recGrow:
+		if !isPow2u64(r.entry) || r.entry < nativeDefaultMinSlots || r.entry > nativeMaxSlots ||
+			r.slot%nativeSlotsPerSeg != 0 || r.slot < r.entry || r.slot >= 2*r.entry ||
+			r.bsum != 0 || r.dObj != 0 || r.dKeys != 0 {
+			return "bad GROW"
+		}
+	case recLink:
+		if r.entry == 0 || r.entry%nativePageSize != 0 || r.entry >= nativeMaxOffset || r.slot != 0 ||
+			r.bsum != 0 || r.dObj != 0 || r.dKeys != 0 || r.flags != 0 {
+			return "bad LINK"
+		}
+	default:
+		return "unknown record type"
+	}
+	return ""
+}
+
+// nativeLogFollows reports whether r continues a log of epoch whose last
+// record had seq prev (the meta's seq before the first record).
+func nativeLogFollows(r *nativeLogRec, epoch, prev uint64) bool {
+	return r.epoch == epoch && r.seq == prev+1
+}

@@ -1,0 +1,198 @@
+package dets
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/godets/godets/etf"
+)
+
+// nativeTestImage is an empty native table of the given kind, as create
+// will write it.
+func nativeTestImage(t testing.TB, kind Kind) []byte {
+	t.Helper()
+	s := newNativeSuper(kind, 1, nativeDefaultMinSlots, nativeDefaultMaxSlots, 0x5eed0000+uint64(kind))
+	img, _, err := nativeEmptyImage(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// TestNativeEmptyImage reads back every structure of a new empty table.
+func TestNativeEmptyImage(t *testing.T) {
+	for _, minSlots := range []uint64{512, 1 << 17, 1<<17 + 512<<1} {
+		s := newNativeSuper(Bag, 2, pow2u64(minSlots), nativeDefaultMaxSlots, 7)
+		img, m, err := nativeEmptyImage(&s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := int64(len(img))
+		if minSlots == 512 && size != 36864 {
+			t.Errorf("empty table of 512 slots is %d bytes, the design says 36,864", size)
+		}
+		sb, err := decodeNativeSuper("f", img, size)
+		if err != nil || sb != s {
+			t.Fatalf("superblock: %v", err)
+		}
+		ma, errA := decodeNativeMeta("f", img[nativeMetaAOff:], nativeMetaAOff, &sb, size)
+		mb, errB := decodeNativeMeta("f", img[nativeMetaBOff:], nativeMetaBOff, &sb, size)
+		cur, page, fallback, ok := chooseNativeMeta(ma, errA, mb, errB)
+		if !ok || page != nativeMetaAOff || fallback || cur != m || cur.dataEnd != uint64(size) {
+			t.Fatalf("metas: %v / %v, current %+v", errA, errB, cur)
+		}
+		parts, err := decodeNativeRoot("f", img[m.rootOff:m.rootOff+m.rootLen], &m, sb.base, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		segs := 0
+		for p, pc := range parts {
+			var pd [nativeSegsPerPart]nativeChild
+			used := nativeSegsInPart(m.next, uint64(p))
+			if err := decodeNativePart("f", img[pc.off:pc.off+nativePageSize], int64(pc.off), pc.sum, used, sb.base, m.dataEnd, &pd); err != nil {
+				t.Fatal(err)
+			}
+			for _, sc := range pd[:used] {
+				var sd [nativeSlotsPerSeg]nativeEntry
+				if err := decodeNativeSegment("f", img[sc.off:sc.off+nativePageSize], int64(sc.off), sc.sum, sb.base, m.dataEnd, &sd); err != nil {
+					t.Fatal(err)
+				}
+				if sd != [nativeSlotsPerSeg]nativeEntry{} {
+					t.Fatal("an empty table's segment has entries")
+				}
+				segs++
+			}
+		}
+		if uint64(segs) != m.next/nativeSlotsPerSeg {
+			t.Fatalf("%d segments for %d slots", segs, m.next)
+		}
+		a, err := decodeNativeFree("f", img[m.freeOff:m.freeOff+m.freeLen], int64(m.freeOff), m.freeSum, sb.base, m.dataEnd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.dataEnd() != m.dataEnd {
+			t.Fatalf("allocator ends at %d, meta at %d", a.dataEnd(), m.dataEnd)
+		}
+		// Closed properly: the first record of the epoch's log head fails.
+		head := nativeLogHead(m.gen) + nativeLogHeader
+		if _, err := decodeNativeLogRec("f", img[head:], int64(head)); err == nil {
+			t.Fatal("a new table's log head holds a record")
+		}
+	}
+}
+
+func pow2u64(v uint64) uint64 {
+	p := uint64(1)
+	for p < v {
+		p <<= 1
+	}
+	return p
+}
+
+// TestNativeOpenRefused: this build refuses an existing native file with
+// its own typed error, in every access and repair mode, and leaves it
+// byte-identical. The otp9 path called any NAT1 file "not a dets file".
+func TestNativeOpenRefused(t *testing.T) {
+	for _, kind := range []Kind{Set, Bag, DuplicateBag} {
+		img := nativeTestImage(t, kind)
+		path := filepath.Join(t.TempDir(), "n.dets")
+		must(t, os.WriteFile(path, img, 0o644))
+		for _, ro := range []bool{false, true} {
+			for _, mode := range []RepairMode{NoRepair, AutoRepair, ForceRepair} {
+				tab, err := Open(path, Options{ReadOnly: ro, Repair: mode})
+				if err == nil {
+					tab.Close()
+					t.Fatalf("%s ro=%v %s: opened", kind, ro, mode)
+				}
+				if !errors.Is(err, ErrNotSupported) || errors.Is(err, ErrNotDETS) ||
+					!strings.Contains(err.Error(), "native format") || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("%s ro=%v %s: %v", kind, ro, mode, err)
+				}
+			}
+		}
+		if !bytes.Equal(readFileT(t, path), img) {
+			t.Fatalf("%s: a refused open changed the file", kind)
+		}
+	}
+}
+
+// TestNativeOpenDamagedSuper: a NAT1 file whose superblock fails gets the
+// verdict of §4.1, and stays byte-identical.
+func TestNativeOpenDamagedSuper(t *testing.T) {
+	img := nativeTestImage(t, Set)
+	resealed := func(edit func(b []byte)) []byte {
+		b := bytes.Clone(img)
+		edit(b)
+		return reseal(b, nsOffSum, 0, nsOffSum)
+	}
+	cases := []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"short", img[:nativeBase-1], ErrNotDETS},
+		{"version word only", img[:20], ErrNotDETS},
+		{"checksum", func() []byte { b := bytes.Clone(img); b[nsOffFileID] ^= 1; return b }(), ErrNotDETS},
+		{"revision 2", resealed(func(b []byte) { b[nsOffRevision] = 2 }), ErrUnsupportedVersion},
+		{"kind 5", resealed(func(b []byte) { b[nsOffKind] = 5 }), ErrBadTypeCode},
+		{"key hash 3", resealed(func(b []byte) { b[nsOffKeyHash] = 3 }), ErrBadHashMethod},
+		{"key position 0", resealed(func(b []byte) { b[nsOffKeyPos] = 0 }), ErrCorrupt},
+	}
+	for _, c := range cases {
+		path := filepath.Join(t.TempDir(), "n.dets")
+		must(t, os.WriteFile(path, c.data, 0o644))
+		for _, mode := range []RepairMode{NoRepair, ForceRepair} {
+			tab, err := Open(path, Options{Repair: mode})
+			if err == nil {
+				tab.Close()
+				t.Fatalf("%s: opened", c.name)
+			}
+			if !errors.Is(err, c.want) {
+				t.Errorf("%s %s: %v, want %v", c.name, mode, err, c.want)
+			}
+		}
+		if !bytes.Equal(readFileT(t, path), c.data) {
+			t.Fatalf("%s: a refused open changed the file", c.name)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "n.dets")
+	must(t, os.WriteFile(path, cases[3].data, 0o644))
+	_, err := Open(path, Options{})
+	var re *NativeRevisionError
+	if !errors.As(err, &re) || re.Revision != 2 || re.Path != path {
+		t.Fatalf("revision 2: %v", err)
+	}
+}
+
+// TestNativeRepairRefused: Repair must not rebuild a native file as otp9.
+// The image carries, past its data end, the bytes of an otp9 table (as a
+// conversion could leave in free space): an otp9 scan finds its objects,
+// and the rebuild would replace the native file with them.
+func TestNativeRepairRefused(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "o.dets")
+	tab := mustOpen(t, old, Options{})
+	for i := range 20 {
+		must(t, tab.Insert(tup(etf.Int(i), bin("stale"))))
+	}
+	must(t, tab.Close())
+	img := append(nativeTestImage(t, Set), readFileT(t, old)...)
+	path := filepath.Join(dir, "n.dets")
+	must(t, os.WriteFile(path, img, 0o644))
+	for _, opts := range []Options{{Kind: Set, KeyPos: 1}, {}} {
+		st, err := Repair(path, opts, nil)
+		if !bytes.Equal(readFileT(t, path), img) {
+			t.Fatalf("Repair (kind %s) replaced the native file: %d objects, %v", opts.Kind, st.Objects, err)
+		}
+		if !errors.Is(err, ErrNotSupported) {
+			t.Fatalf("Repair (kind %s): %v", opts.Kind, err)
+		}
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, "n.dets.*")); len(names) != 0 {
+		t.Fatalf("files left: %v", names)
+	}
+}
