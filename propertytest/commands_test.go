@@ -40,6 +40,17 @@ func propSeed(t *testing.T) int64 {
 	return s
 }
 
+// sequences is the number of successful sequences per kind: -prop.min, or
+// 10,000 in the soak mode (GODETS_SOAK=1) unless -prop.min is given.
+func sequences() int {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "prop.min" })
+	if !given && os.Getenv("GODETS_SOAK") == "1" {
+		return 10_000
+	}
+	return *minFlag
+}
+
 type memFS struct{ *crashfs.FS }
 
 func (m memFS) OpenFile(name string, flag int, perm fs.FileMode) (dets.File, error) {
@@ -47,8 +58,19 @@ func (m memFS) OpenFile(name string, flag int, perm fs.FileMode) (dets.File, err
 	if err != nil {
 		return nil, err
 	}
+	if lyingSync {
+		return lyingFile{f}, nil
+	}
 	return f, nil
 }
+
+// lyingSync makes every file's Sync a no-op that reports success: the
+// broken disk TestShrinksLyingSync needs the property to catch.
+var lyingSync bool
+
+type lyingFile struct{ *crashfs.File }
+
+func (lyingFile) Sync() error { return nil }
 
 const path = "p.dets"
 
@@ -57,6 +79,15 @@ type state struct {
 	kind       dets.Kind
 	cur, saved *model.Model
 	expectNew  bool // InsertNew's expected result, set by NextState
+
+	// Set by crashInCmd.NextState for its postcondition: the states before
+	// and after the command in flight, and the last save before it.
+	inPre, inPost, inSaved *model.Model
+}
+
+// String is what a failure report prints as the initial state.
+func (s *state) String() string {
+	return fmt.Sprintf("%s model with %d objects", s.kind, s.cur.Len())
 }
 
 func (s *state) clone() *state {
@@ -65,9 +96,16 @@ func (s *state) clone() *state {
 
 // sut is the system under test.
 type sut struct {
-	kind dets.Kind
-	cfs  *crashfs.FS
-	tab  *dets.Table
+	kind  dets.Kind
+	cfs   *crashfs.FS
+	tab   *dets.Table
+	stats *propStats
+}
+
+// propStats counts, for one kind, what the runs did; the summary line is
+// computed from it.
+type propStats struct {
+	runs, between, inside, inRepair int
 }
 
 // result of a command.
@@ -75,6 +113,7 @@ type result struct {
 	err  error
 	objs []string // Lookup (in order) or the whole content after a crash (sorted)
 	ok   bool
+	u    *sut // crashInCmd: the table its postcondition settles
 }
 
 func encs(objs []etf.Term) []string {
@@ -245,6 +284,7 @@ type crashCmd struct{ mode crashfs.Mode }
 
 func (c crashCmd) Run(s commands.SystemUnderTest) commands.Result {
 	u := s.(*sut)
+	u.stats.between++
 	img := u.cfs.Crash(c.mode, nil)
 	u.tab.Close() // on the old file system: the image is already taken
 	u.cfs = img
@@ -295,7 +335,7 @@ func genObj() gopter.Gen {
 	})
 }
 
-func kindCommands(kind dets.Kind) *commands.ProtoCommands {
+func kindCommands(kind dets.Kind, stats *propStats) *commands.ProtoCommands {
 	return &commands.ProtoCommands{
 		NewSystemUnderTestFunc: func(commands.State) commands.SystemUnderTest {
 			cfs := crashfs.New()
@@ -303,7 +343,8 @@ func kindCommands(kind dets.Kind) *commands.ProtoCommands {
 			if err != nil {
 				panic(err) // an in-memory create cannot fail
 			}
-			return &sut{kind: kind, cfs: cfs, tab: tab}
+			stats.runs++
+			return &sut{kind: kind, cfs: cfs, tab: tab, stats: stats}
 		},
 		DestroySystemUnderTestFunc: func(s commands.SystemUnderTest) { s.(*sut).tab.Close() },
 		InitialStateGen: gen.Const(&state{kind: kind,
@@ -320,6 +361,8 @@ func kindCommands(kind dets.Kind) *commands.ProtoCommands {
 				{Weight: 3, Gen: gen.Const(commands.Command(reopenCmd{}))},
 				{Weight: 3, Gen: gen.Const(commands.Command(crashCmd{crashfs.SyncedOnly}))},
 				{Weight: 3, Gen: gen.Const(commands.Command(crashCmd{crashfs.AllWritten}))},
+				{Weight: 5, Gen: genCrashIn()},
+				{Weight: 2, Gen: genCrashRepair()},
 			})
 		},
 	}
@@ -331,14 +374,17 @@ func TestCommands(t *testing.T) {
 	for _, kind := range []dets.Kind{dets.Set, dets.Bag, dets.DuplicateBag} {
 		t.Run(kind.String(), func(t *testing.T) {
 			params := gopter.DefaultTestParametersWithSeed(seed + int64(kind))
-			params.MinSuccessfulTests = *minFlag
+			params.MinSuccessfulTests = sequences()
 			if testing.Short() {
 				params.MinSuccessfulTests = max(1, *minFlag/4)
 			}
 			params.MaxShrinkCount = 200
 			props := gopter.NewProperties(params)
-			props.Property(kind.String()+" against the model", commands.Prop(kindCommands(kind)))
+			var stats propStats
+			props.Property(kind.String()+" against the model", commands.Prop(kindCommands(kind, &stats)))
 			props.TestingRun(t)
+			t.Logf("property otp9 %s: %d sequences passed (%d runs), %d crashes between commands, %d inside commands, %d inside repairs",
+				kind, params.MinSuccessfulTests, stats.runs, stats.between, stats.inside, stats.inRepair)
 		})
 	}
 }
