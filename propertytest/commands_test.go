@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -37,6 +38,7 @@ func propSeed(t *testing.T) int64 {
 		}
 	}
 	t.Logf("seed %d (rerun with -prop.seed=%d)", s, s)
+	evidenceDir = filepath.Join(os.TempDir(), fmt.Sprintf("godets-prop-%d", s))
 	return s
 }
 
@@ -114,6 +116,10 @@ type result struct {
 	objs []string // Lookup (in order) or the whole content after a crash (sorted)
 	ok   bool
 	u    *sut // crashInCmd: the table its postcondition settles
+	// image is the table file a crash left, before the AutoRepair open;
+	// a failing postcondition keeps it (keepImage).
+	image   []byte
+	crashed bool // image is set (nil when the crash left no file)
 }
 
 func encs(objs []etf.Term) []string {
@@ -138,6 +144,9 @@ func contents(tab *dets.Table) ([]string, error) {
 
 func okIfNoErr(r commands.Result) *gopter.PropResult {
 	if err := r.(result).err; err != nil {
+		if kept := keepImage(r); kept != "" {
+			err = fmt.Errorf("%w%s", err, kept)
+		}
 		return &gopter.PropResult{Status: gopter.PropError, Error: err}
 	}
 	return gopter.NewPropResult(true, "")
@@ -286,18 +295,19 @@ func (c crashCmd) Run(s commands.SystemUnderTest) commands.Result {
 	u := s.(*sut)
 	u.stats.between++
 	img := u.cfs.Crash(c.mode, nil)
+	image := img.Get(path)
 	u.tab.Close() // on the old file system: the image is already taken
 	u.cfs = img
 	tab, err := dets.Open(path, dets.Options{FS: memFS{img}, Repair: dets.AutoRepair, Kind: u.kind})
 	if err != nil {
-		return result{err: err}
+		return withImage(result{err: err}, image)
 	}
 	u.tab = tab
 	if err := tab.Check(); err != nil {
-		return result{err: err}
+		return withImage(result{err: err}, image)
 	}
 	objs, err := contents(tab)
-	return result{err: err, objs: objs}
+	return withImage(result{err: err, objs: objs}, image)
 }
 func (c crashCmd) NextState(st commands.State) commands.State {
 	n := st.(*state).clone()
@@ -314,8 +324,11 @@ func (c crashCmd) PostCondition(st commands.State, r commands.Result) *gopter.Pr
 	}
 	want := st.(*state).cur.Objects()
 	got := r.(result).objs
-	return gopter.NewPropResult(slices.Equal(got, want), fmt.Sprintf("after crash (%s): %d objects, model %d (missing %d, extra %d)",
-		c.mode, len(got), len(want), len(model.Missing(want, got)), len(model.Missing(got, want))))
+	if slices.Equal(got, want) {
+		return gopter.NewPropResult(true, "")
+	}
+	return gopter.NewPropResult(false, fmt.Sprintf("after crash (%s): %d objects, model %d (missing %d, extra %d)%s",
+		c.mode, len(got), len(want), len(model.Missing(want, got)), len(model.Missing(got, want)), keepImage(r)))
 }
 func (c crashCmd) String() string { return fmt.Sprintf("Crash(%s)", c.mode) }
 

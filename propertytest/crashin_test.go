@@ -3,6 +3,8 @@ package propertytest
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/leanovate/gopter"
@@ -67,18 +69,19 @@ func (c crashInCmd) Run(s commands.SystemUnderTest) commands.Result {
 	}
 	u.stats.inside++
 	img := u.cfs.Image(k, c.mode, nil)
+	image := img.Get(path)
 	u.tab.Close() // on the old file system: the image is already taken
 	u.cfs = img
 	tab, err := dets.Open(path, dets.Options{FS: memFS{img}, Repair: dets.AutoRepair, Kind: u.kind})
 	if err != nil {
-		return result{err: fmt.Errorf("AutoRepair open of the image at op %d: %w", k, err)}
+		return withImage(result{err: fmt.Errorf("AutoRepair open of the image at op %d: %w", k, err)}, image)
 	}
 	u.tab = tab
 	if err := tab.Check(); err != nil {
-		return result{err: err}
+		return withImage(result{err: err}, image)
 	}
 	objs, err := contents(tab)
-	return result{err: err, objs: objs, u: u}
+	return withImage(result{err: err, objs: objs, u: u}, image)
 }
 
 func (c crashInCmd) NextState(st commands.State) commands.State {
@@ -105,7 +108,7 @@ func (c crashInCmd) PostCondition(st commands.State, r commands.Result) *gopter.
 	s := st.(*state)
 	got := r.(result).objs
 	if msg := c.recovered(s, got); msg != "" {
-		return gopter.NewPropResult(false, fmt.Sprintf("crash inside %v (%s): %s", c.inner, c.mode, msg))
+		return gopter.NewPropResult(false, fmt.Sprintf("crash inside %v (%s): %s%s", c.inner, c.mode, msg, keepImage(r)))
 	}
 	if err := settle(r.(result).u.tab, s.cur, got); err != nil {
 		return &gopter.PropResult{Status: gopter.PropError, Error: err}
@@ -223,21 +226,22 @@ func (c crashRepairCmd) Run(s commands.SystemUnderTest) commands.Result {
 		u.stats.inRepair++
 	}
 	img := killed.Image(k, c.mode, nil)
+	image := img.Get(path)
 	first.Close()
 	u.cfs = img
 	tab, err := dets.Open(path, dets.Options{FS: memFS{img}, Repair: dets.AutoRepair, Kind: u.kind})
 	if err != nil {
-		return result{err: fmt.Errorf("open after a crash at op %d of %d of the repair: %w", k-k0, killed.Ops()-k0, err)}
+		return withImage(result{err: fmt.Errorf("open after a crash at op %d of %d of the repair: %w", k-k0, killed.Ops()-k0, err)}, image)
 	}
 	u.tab = tab
 	if n := img.Names(); len(n) != 1 {
-		return result{err: fmt.Errorf("%w: %v", errFilesLeft, n)}
+		return withImage(result{err: fmt.Errorf("%w: %v", errFilesLeft, n)}, image)
 	}
 	if err := tab.Check(); err != nil {
-		return result{err: err}
+		return withImage(result{err: err}, image)
 	}
 	objs, err := contents(tab)
-	return result{err: err, objs: objs}
+	return withImage(result{err: err, objs: objs}, image)
 }
 
 func (crashRepairCmd) NextState(st commands.State) commands.State {
@@ -253,8 +257,11 @@ func (c crashRepairCmd) PostCondition(st commands.State, r commands.Result) *gop
 		return res
 	}
 	want, got := st.(*state).cur.Objects(), r.(result).objs
-	return gopter.NewPropResult(slices.Equal(got, want), fmt.Sprintf("after a crash inside a repair (%s): %d objects, acknowledged %d (missing %d, extra %d)",
-		c.mode, len(got), len(want), len(model.Missing(want, got)), len(model.Missing(got, want))))
+	if slices.Equal(got, want) {
+		return gopter.NewPropResult(true, "")
+	}
+	return gopter.NewPropResult(false, fmt.Sprintf("after a crash inside a repair (%s): %d objects, acknowledged %d (missing %d, extra %d)%s",
+		c.mode, len(got), len(want), len(model.Missing(want, got)), len(model.Missing(got, want)), keepImage(r)))
 }
 
 func (c crashRepairCmd) String() string {
@@ -283,3 +290,36 @@ func genCrashRepair() gopter.Gen {
 }
 
 func genCrashMode() gopter.Gen { return gen.OneConstOf(crashfs.SyncedOnly, crashfs.AllWritten) }
+
+func withImage(r result, image []byte) result {
+	r.image, r.crashed = image, true
+	return r
+}
+
+// evidenceDir is where failing crash images are kept: under the system's
+// temporary directory, named by the run's seed (set by propSeed), so that
+// it outlives the test.
+var evidenceDir string
+
+// keepImage writes the crash image of a failing result to evidenceDir and
+// returns the text that names it, or "" when there is none. During
+// shrinking each failure overwrites the last, so the file kept is the
+// image of the shortest failing sequence.
+func keepImage(r commands.Result) string {
+	res := r.(result)
+	img := res.image
+	switch {
+	case !res.crashed || evidenceDir == "":
+		return ""
+	case img == nil:
+		return " (the crash left no table file)"
+	}
+	if err := os.MkdirAll(evidenceDir, 0o755); err != nil {
+		return fmt.Sprintf(" (image not kept: %v)", err)
+	}
+	f := filepath.Join(evidenceDir, "crash-image.dets")
+	if err := os.WriteFile(f, img, 0o644); err != nil {
+		return fmt.Sprintf(" (image not kept: %v)", err)
+	}
+	return fmt.Sprintf(" (the crash image, before its repair, is kept in %s)", f)
+}
