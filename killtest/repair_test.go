@@ -177,28 +177,28 @@ func leftovers(path string) []string {
 // the finished one, repair or open it to the reference content (same
 // digest), pass Check, and not be stopped by a leftover .TMP or
 // .TMP.sort.
-func TestKillRepair(t *testing.T) { killRepairFamily(t, "kill-repair otp9", 0) }
-
-// TestKillRepairExternalSort is TestKillRepair with every child's repair
-// index bounded to 10,000 objects, so that the repairs of the 120,000
-// objects sort externally through PATH.TMP.sort, as a repair of a file
-// with more than 2Mi objects would; kills land in the sort's runs and
-// merge too. At least one kill must leave a .TMP.sort behind (else the
-// family did not test what it says), and the next open is not stopped by
-// it.
-func TestKillRepairExternalSort(t *testing.T) {
-	killRepairFamily(t, "kill-repair otp9 external sort", 10000)
+func TestKillRepair(t *testing.T) {
+	killRepairFamily(t, "kill-repair otp9", 0, 120000, budget(50, 5, 500))
 }
 
-// killRepairFamily runs the repair kill loop; memEntries > 0 bounds the
+// TestKillRepairExternalSort is TestKillRepair with every child's repair
+// index bounded to 5,000 objects, so that the repairs of 60,000 objects
+// sort externally through PATH.TMP.sort, as a repair of a file with more
+// than 2Mi objects would; kills land in the sort's runs and merge too. At
+// least one kill must leave a .TMP.sort behind (else the family did not
+// test what it says), and the next open is not stopped by it.
+func TestKillRepairExternalSort(t *testing.T) {
+	killRepairFamily(t, "kill-repair otp9 external sort", 5000, 60000, budget(30, 4, 300))
+}
+
+// killRepairFamily runs the repair kill loop over a dirty file of objects
+// objects (a quarter of them with -short); memEntries > 0 bounds the
 // children's repair index (childSortEnv).
-func killRepairFamily(t *testing.T, family string, memEntries int) {
+func killRepairFamily(t *testing.T, family string, memEntries, objects, kills int) {
 	seed := familySeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0x72657061))
-	kills := budget(50, 5, 500)
-	objects := 120000
 	if testing.Short() {
-		objects = 30000
+		objects /= 4
 	}
 	if memEntries > 0 {
 		// Every child, the builder and the digest children too, as a
