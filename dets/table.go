@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"sync"
 )
@@ -262,6 +263,9 @@ func (t *Table) load(opts *Options, size int64) (*repairRequest, error) {
 	if state == hdrOK {
 		if msg := h.validate(size); msg != "" {
 			return nil, corrupt(t.path, "header", 0, "%s", msg)
+		}
+		if uint64(h.keyPos) > math.MaxInt { // OTP allows any 32-bit key position
+			return nil, fmt.Errorf("%w: %s: key position %d does not fit an int here", ErrNotSupported, t.path, h.keyPos)
 		}
 		t.h = h
 		t.kind = Kind(h.typ)

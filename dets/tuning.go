@@ -1,5 +1,7 @@
 package dets
 
+import "github.com/godets/godets/internal/testhook"
+
 // tuning holds the thresholds at which the engine changes strategy. They
 // are choices of this implementation, not of the file format: changing one
 // changes speed or memory, never what a file holds. A Table and a repair
@@ -71,6 +73,11 @@ const repairMemEntriesMax = 2 << 20
 func (o *Options) tuned() tuning {
 	if o.tune != nil {
 		return *o.tune
+	}
+	if n := testhook.RepairMemEntries; n > 0 {
+		t := defaultTuning
+		t.repairMemEntries = n
+		return t
 	}
 	return defaultTuning
 }

@@ -33,7 +33,7 @@ const path = "f.dets"
 
 var typedErrors = []error{dets.ErrNeedsRepair, dets.ErrNotDETS, dets.ErrCorrupt, dets.ErrUnsupportedVersion,
 	dets.ErrBadTypeCode, dets.ErrBadHashMethod, dets.ErrUnsupportedHash, dets.ErrKindMismatch,
-	dets.ErrKeyPosMismatch, dets.ErrFileTooLarge, dets.ErrNotClosed, dets.ErrInvalidOptions}
+	dets.ErrKeyPosMismatch, dets.ErrFileTooLarge, dets.ErrNotClosed, dets.ErrInvalidOptions, dets.ErrNotSupported}
 
 func typed(err error) bool {
 	for _, s := range typedErrors {
@@ -154,10 +154,33 @@ func reopenClean(t *testing.T, cfs memFS, what string) []etf.Term {
 	return objs
 }
 
+// writeBudget bounds the bytes one FuzzOpen case may write. The writes of
+// writeCase are sized by the table's key position, which the file sets (up
+// to 2^32-1, and OTP opens such a table); an input that makes one case
+// write more than this means either the harness or the engine does work
+// the input size does not justify.
+const writeBudget = 64 << 20
+
+// maxWriteArity is the largest key position writeCase builds objects for.
+const maxWriteArity = 1 << 16
+
+// errWriteBudget is what the file system returns once a case exceeds
+// writeBudget; openCase reports it as an untyped error, which fails.
+var errWriteBudget = errors.New("fuzz harness: write budget exceeded")
+
 // openCase is the FuzzOpen property for one repair mode.
 func openCase(t *testing.T, data []byte, mode dets.RepairMode) {
 	cfs := memFS{crashfs.New()}
 	cfs.Put(path, data)
+	written := 0
+	cfs.SetHook(func(r crashfs.Record) error {
+		if r.Kind == crashfs.OpWrite {
+			if written += len(r.Data); written > writeBudget {
+				return fmt.Errorf("%w: %d bytes written for a %d-byte input (budget %d)", errWriteBudget, written, len(data), writeBudget)
+			}
+		}
+		return nil
+	})
 	what := fmt.Sprintf("repair %s", mode)
 	tab, err := dets.Open(path, dets.Options{FS: cfs, Repair: mode})
 	if err != nil {
@@ -199,6 +222,13 @@ func openCase(t *testing.T, data []byte, mode dets.RepairMode) {
 // and shrink buckets, deletes, and a Sync (whose save moves blocks into
 // holes). Every step gives nil or a typed error; when all succeed, the
 // table must still check clean.
+//
+// Objects have the table's key position as arity, which a valid file can
+// set to millions (OTP opens a table with any 32-bit key position): the
+// fields other than the key and one payload binary are a small integer, and
+// a large arity gets fewer writes, so that a case's work follows from the
+// input's size and not from one header field. Beyond maxWriteArity only a
+// short tuple is tried, and must be refused as a bad object.
 func writeCase(t *testing.T, tab *dets.Table, what string) {
 	t.Helper()
 	info, err := tab.Info()
@@ -206,11 +236,20 @@ func writeCase(t *testing.T, tab *dets.Table, what string) {
 		return
 	}
 	kp := max(info.KeyPos, 1)
-	for i := range 30 {
-		obj := make(etf.Tuple, max(kp, 2))
-		for j := range obj {
-			obj[j] = etf.Binary(bytes.Repeat([]byte{byte(i)}, i*13%300))
+	if kp > maxWriteArity {
+		if err := tab.Insert(etf.Tuple{etf.Int(1), etf.Int(2)}); !errors.Is(err, dets.ErrBadObject) {
+			t.Fatalf("%s: a 2-tuple in a table with key position %d: %v, want ErrBadObject", what, kp, err)
 		}
+		return
+	}
+	arity := max(kp, 2)
+	writes := min(30, max(2, (1<<20)/arity))
+	for i := range writes {
+		obj := make(etf.Tuple, arity)
+		for j := range obj {
+			obj[j] = etf.Int(0)
+		}
+		obj[kp%arity] = etf.Binary(bytes.Repeat([]byte{byte(i)}, i*13%300))
 		obj[kp-1] = etf.Int(i % 10)
 		err := tab.Insert(obj)
 		if err == nil && i%3 == 0 {
@@ -234,6 +273,23 @@ func writeCase(t *testing.T, tab *dets.Table, what string) {
 	}
 }
 
+// maxRepairSlots bounds the min_no_slots of the inputs FuzzOpen repairs.
+// A repair creates its table with at least the header's min_no_slots, as
+// OTP does (docs/otp-dets-format.md §7.1), and a table is created with all
+// its segments: 8 bytes a slot, 256 MiB for the 2^25 a valid header may
+// ask for (OTP 25 writes a 269 MB file for it). Such inputs are valid and
+// only slow; they are opened with NoRepair alone.
+const maxRepairSlots = 1 << 18
+
+// repairSlots is the min_no_slots field of an otp9 header (bytes 40-43),
+// or 0 when data is too short to hold it.
+func repairSlots(data []byte) uint32 {
+	if len(data) < 44 {
+		return 0
+	}
+	return binary.BigEndian.Uint32(data[40:])
+}
+
 // FuzzOpen: arbitrary bytes as a table file.
 func FuzzOpen(f *testing.F) {
 	fxs, err := makeFixtures()
@@ -253,7 +309,9 @@ func FuzzOpen(f *testing.F) {
 			return
 		}
 		openCase(t, data, dets.NoRepair)
-		openCase(t, data, dets.AutoRepair)
+		if repairSlots(data) <= maxRepairSlots {
+			openCase(t, data, dets.AutoRepair)
+		}
 	})
 }
 
@@ -300,6 +358,9 @@ func FuzzRepair(f *testing.F) {
 		}
 		fx := fxs[int(which)%len(fxs)]
 		img := damage(fx.img, prog)
+		if repairSlots(img) > maxRepairSlots {
+			return // valid but slow (see maxRepairSlots)
+		}
 		cfs := memFS{crashfs.New()}
 		cfs.Put(path, img)
 		_, err := dets.Repair(path, dets.Options{Kind: fx.kind, KeyPos: 1, FS: cfs}, nil)
@@ -360,6 +421,16 @@ func TestGenCorpus(t *testing.T) {
 		dirty := slices.Clone(fx.img[:flp])
 		binary.BigEndian.PutUint32(dirty[8:], 0)
 		write("FuzzOpen", "dirty-"+k, dirty)
+		if i == 0 {
+			// A dirty file whose header asks for 2^25 slots (MD5 zeroed,
+			// so unchecked): a repair would write 256 MiB of segments.
+			big := slices.Clone(fx.img)
+			binary.BigEndian.PutUint32(big[8:], 0)
+			binary.BigEndian.PutUint32(big[40:], 1<<25)
+			binary.BigEndian.PutUint32(big[44:], 1<<25)
+			clear(big[168:184])
+			write("FuzzOpen", "min-slots-2p25-dirty-"+k, big)
+		}
 		zeroed := slices.Clone(fx.img)
 		clear(zeroed[2048:min(len(zeroed), 2560)])
 		write("FuzzOpen", "zeroed-sector-"+k, zeroed)

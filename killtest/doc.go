@@ -1,6 +1,7 @@
 // Package killtest holds the crash tests that use real processes
 // (issue #20, docs/reliability.md §3): the test binary re-executes itself
-// as a writer, a repairer or a session holder, the parent kills it with
+// as a writer, a repairer or a session holder (or runs the dets tool,
+// built by TestKillCLI, inside its session), the parent kills it with
 // SIGKILL, and another child opens the file with AutoRepair and reports
 // what it holds. The parent checks that against the child's fsynced log of
 // acknowledged calls, through internal/model.

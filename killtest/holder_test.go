@@ -22,20 +22,27 @@ var countKey = etf.Atom("count")
 // another, with AutoRepair and a long wait, until killed. It logs "S inc"
 // before each session and "D inc V" after it returned V, and prints
 // "inside" from inside the session, after the increment, so the parent
-// can kill it while it holds the lock over a dirty file.
+// can kill it while it holds the lock over a dirty file ("repaired" before
+// that when the session began with a repair).
 func holderChild() int {
 	log, err := createAckLog(os.Getenv(childLogEnv))
 	if err != nil {
 		fmt.Println("error:", err)
 		return 3
 	}
-	opts := exclusive.Options{Repair: dets.AutoRepair, Wait: exclusive.WaitUpTo(30 * time.Second), Table: dets.Options{Kind: dets.Set}}
+	repairing := false
+	progress := func(dets.RepairProgress) { repairing = true }
+	opts := exclusive.Options{Repair: dets.AutoRepair, Wait: exclusive.WaitUpTo(30 * time.Second), Table: dets.Options{Kind: dets.Set, Progress: progress}}
 	for {
+		repairing = false
 		if err := log.add("S", "inc"); err != nil {
 			fmt.Println("error:", err)
 			return 3
 		}
 		v, err := exclusive.Do(os.Getenv(childPathEnv), opts, func(t *dets.Table) (etf.Term, error) {
+			if repairing {
+				fmt.Println("repaired")
+			}
 			v, err := t.UpdateCounter(countKey, 0, 1)
 			fmt.Println("inside")
 			return v, err
@@ -126,13 +133,17 @@ func TestKillHolder(t *testing.T) {
 		}
 	})
 
-	inside, timed := 0, 0
+	inside, timed, repaired := 0, 0, 0
 	deadline := time.After(5 * time.Minute)
 	for k := 0; k < kills; {
 		timer := time.After(time.Duration(rng.Int64N(int64(40 * time.Millisecond))))
 		select {
 		case ev := <-events:
 			if ev.gen != holders[ev.id].gen {
+				continue
+			}
+			if ev.line == "repaired" {
+				repaired++
 				continue
 			}
 			if ev.line != "inside" {
@@ -159,32 +170,11 @@ func TestKillHolder(t *testing.T) {
 		kill(id)
 	}
 
-	acked, inFlight := 0, 0
-	seen := map[string]bool{}
-	maxAcked := int64(0)
+	var logs []string
 	for _, h := range holders {
-		for _, lp := range h.logs {
-			recs, _, err := readAckLog(lp)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range recs {
-				if r[0] != "D" {
-					continue
-				}
-				acked++
-				if seen[r[2]] {
-					t.Errorf("seed %d: value %s acknowledged twice", seed, r[2])
-				}
-				seen[r[2]] = true
-				v, _ := strconv.ParseInt(r[2], 10, 64)
-				maxAcked = max(maxAcked, v)
-			}
-			if len(recs) > 0 && recs[len(recs)-1][0] == "S" {
-				inFlight++
-			}
-		}
+		logs = append(logs, h.logs...)
 	}
+	acked, inFlight, maxAcked := tallyCounter(t, seed, logs)
 	tab, err = dets.Open(path, dets.Options{Kind: dets.Set, Repair: dets.AutoRepair})
 	if err != nil {
 		t.Fatalf("seed %d: final open: %v", seed, err)
@@ -201,12 +191,42 @@ func TestKillHolder(t *testing.T) {
 	}
 	final := int64(objs[0].(etf.Tuple)[1].(etf.Int))
 	ok := final >= int64(acked) && final <= int64(acked+inFlight) && maxAcked <= final
-	line := fmt.Sprintf("kill-holder otp9: %d kills (%d inside a session after its increment, %d at random), %d increments acknowledged, %d in flight at a kill, final counter %d, %s",
-		kills, inside, timed, acked, inFlight, final, map[bool]string{true: "exact", false: "WRONG"}[ok])
+	line := fmt.Sprintf("kill-holder otp9: %d kills (%d inside a session after its increment, %d at random), %d repairs by a waiter, %d increments acknowledged, %d in flight at a kill, final counter %d, %s",
+		kills, inside, timed, repaired, acked, inFlight, final, map[bool]string{true: "exact", false: "WRONG"}[ok])
 	t.Log(line)
 	fmt.Println(line)
 	if !ok {
 		t.Errorf("seed %d: counter %d outside [%d, %d] (largest acknowledged %d)", seed, final, acked, acked+inFlight, maxAcked)
 		keepEvidence(t, seed, dir)
 	}
+}
+
+// tallyCounter reads the holders' acknowledgement logs: the increments
+// acknowledged, the sessions in flight at a kill (started, not returned)
+// and the largest value acknowledged. A value acknowledged twice fails t.
+func tallyCounter(t *testing.T, seed uint64, logs []string) (acked, inFlight int, maxAcked int64) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, lp := range logs {
+		recs, _, err := readAckLog(lp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r[0] != "D" {
+				continue
+			}
+			acked++
+			if seen[r[2]] {
+				t.Errorf("seed %d: value %s acknowledged twice", seed, r[2])
+			}
+			seen[r[2]] = true
+			v, _ := strconv.ParseInt(r[2], 10, 64)
+			maxAcked = max(maxAcked, v)
+		}
+		if len(recs) > 0 && recs[len(recs)-1][0] == "S" {
+			inFlight++
+		}
+	}
+	return acked, inFlight, maxAcked
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/godets/godets/internal/testhook"
 )
 
 // Children are this test binary run again; childEnv selects the role and
@@ -24,12 +26,19 @@ const (
 	childSeedEnv = "GODETS_KILL_CHILD_SEED"
 	childKindEnv = "GODETS_KILL_KIND"
 	childModeEnv = "GODETS_KILL_MODE"
+	// childSortEnv, when set, is the repair's in-memory index bound in
+	// the child (testhook.RepairMemEntries): a small file then takes the
+	// external sort a large one would.
+	childSortEnv = "GODETS_KILL_REPAIR_MEM"
 )
 
 var seedFlag = flag.Uint64("kill.seed", 0, "seed of the kill loops (0: GODETS_KILL_SEED or time-based)")
 
 func TestMain(m *testing.M) {
 	if role := os.Getenv(childEnv); role != "" {
+		if n, err := strconv.Atoi(os.Getenv(childSortEnv)); err == nil {
+			testhook.RepairMemEntries = n
+		}
 		os.Exit(runChild(role))
 	}
 	os.Exit(m.Run())

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -177,12 +178,32 @@ func leftovers(path string) []string {
 // digest), pass Check, and not be stopped by a leftover .TMP or
 // .TMP.sort.
 func TestKillRepair(t *testing.T) {
+	killRepairFamily(t, "kill-repair otp9", 0, 120000, budget(50, 5, 500))
+}
+
+// TestKillRepairExternalSort is TestKillRepair with every child's repair
+// index bounded to 5,000 objects, so that the repairs of 60,000 objects
+// sort externally through PATH.TMP.sort, as a repair of a file with more
+// than 2Mi objects would; kills land in the sort's runs and merge too. At
+// least one kill must leave a .TMP.sort behind (else the family did not
+// test what it says), and the next open is not stopped by it.
+func TestKillRepairExternalSort(t *testing.T) {
+	killRepairFamily(t, "kill-repair otp9 external sort", 5000, 60000, budget(30, 4, 300))
+}
+
+// killRepairFamily runs the repair kill loop over a dirty file of objects
+// objects (a quarter of them with -short); memEntries > 0 bounds the
+// children's repair index (childSortEnv).
+func killRepairFamily(t *testing.T, family string, memEntries, objects, kills int) {
 	seed := familySeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0x72657061))
-	kills := budget(50, 5, 500)
-	objects := 120000
 	if testing.Short() {
-		objects = 30000
+		objects /= 4
+	}
+	if memEntries > 0 {
+		// Every child, the builder and the digest children too, as a
+		// user's next open would repair the same way.
+		t.Setenv(childSortEnv, strconv.Itoa(memEntries))
 	}
 	dir := t.TempDir()
 	pristine := filepath.Join(dir, "pristine.dets")
@@ -212,7 +233,7 @@ func TestKillRepair(t *testing.T) {
 	}
 	t.Logf("dirty file of %d objects, %d bytes; a repair takes %v; digest %s", objects, fi.Size(), took, want)
 
-	var original, done, left, stuck, bad int
+	var original, done, left, sortLeft, stuck, bad int
 	for k := range kills {
 		work := filepath.Join(dir, fmt.Sprintf("kill-%03d", k))
 		path := filepath.Join(work, "t.dets")
@@ -239,6 +260,9 @@ func TestKillRepair(t *testing.T) {
 		lo := leftovers(path)
 		if len(lo) > 0 {
 			left++
+		}
+		if slices.Contains(lo, "t.dets.TMP.sort") {
+			sortLeft++
 		}
 		state, got, err := digestOf(path)
 		from := "its start"
@@ -269,10 +293,13 @@ func TestKillRepair(t *testing.T) {
 		}
 		_ = os.RemoveAll(work)
 	}
-	line := fmt.Sprintf("kill-repair otp9: %d kills, %d found the original, %d the finished repair, %d recovered, %d wrong or refused, %d left .TMP files (%d still there after the next open)",
-		kills, original, done, kills-bad, bad, left, stuck)
+	line := fmt.Sprintf("%s: %d kills, %d found the original, %d the finished repair, %d recovered, %d wrong or refused, %d left .TMP files (%d a .TMP.sort; %d still there after the next open)",
+		family, kills, original, done, kills-bad, bad, left, sortLeft, stuck)
 	t.Log(line)
 	fmt.Println(line)
+	if memEntries > 0 && kills >= 20 && sortLeft == 0 {
+		t.Errorf("seed %d: no kill of %d left a .TMP.sort: the repairs did not sort externally, or no kill hit the sort", seed, kills)
+	}
 }
 
 // runRepair starts a repair child on path and SIGKILLs it d after its

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -37,7 +38,19 @@ func propSeed(t *testing.T) int64 {
 		}
 	}
 	t.Logf("seed %d (rerun with -prop.seed=%d)", s, s)
+	evidenceDir = filepath.Join(os.TempDir(), fmt.Sprintf("godets-prop-%d", s))
 	return s
+}
+
+// sequences is the number of successful sequences per kind: -prop.min, or
+// 10,000 in the soak mode (GODETS_SOAK=1) unless -prop.min is given.
+func sequences() int {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "prop.min" })
+	if !given && os.Getenv("GODETS_SOAK") == "1" {
+		return 10_000
+	}
+	return *minFlag
 }
 
 type memFS struct{ *crashfs.FS }
@@ -47,8 +60,19 @@ func (m memFS) OpenFile(name string, flag int, perm fs.FileMode) (dets.File, err
 	if err != nil {
 		return nil, err
 	}
+	if lyingSync {
+		return lyingFile{f}, nil
+	}
 	return f, nil
 }
+
+// lyingSync makes every file's Sync a no-op that reports success: the
+// broken disk TestShrinksLyingSync needs the property to catch.
+var lyingSync bool
+
+type lyingFile struct{ *crashfs.File }
+
+func (lyingFile) Sync() error { return nil }
 
 const path = "p.dets"
 
@@ -57,6 +81,15 @@ type state struct {
 	kind       dets.Kind
 	cur, saved *model.Model
 	expectNew  bool // InsertNew's expected result, set by NextState
+
+	// Set by crashInCmd.NextState for its postcondition: the states before
+	// and after the command in flight, and the last save before it.
+	inPre, inPost, inSaved *model.Model
+}
+
+// String is what a failure report prints as the initial state.
+func (s *state) String() string {
+	return fmt.Sprintf("%s model with %d objects", s.kind, s.cur.Len())
 }
 
 func (s *state) clone() *state {
@@ -65,9 +98,16 @@ func (s *state) clone() *state {
 
 // sut is the system under test.
 type sut struct {
-	kind dets.Kind
-	cfs  *crashfs.FS
-	tab  *dets.Table
+	kind  dets.Kind
+	cfs   *crashfs.FS
+	tab   *dets.Table
+	stats *propStats
+}
+
+// propStats counts, for one kind, what the runs did; the summary line is
+// computed from it.
+type propStats struct {
+	runs, between, inside, inRepair int
 }
 
 // result of a command.
@@ -75,6 +115,11 @@ type result struct {
 	err  error
 	objs []string // Lookup (in order) or the whole content after a crash (sorted)
 	ok   bool
+	u    *sut // crashInCmd: the table its postcondition settles
+	// image is the table file a crash left, before the AutoRepair open;
+	// a failing postcondition keeps it (keepImage).
+	image   []byte
+	crashed bool // image is set (nil when the crash left no file)
 }
 
 func encs(objs []etf.Term) []string {
@@ -99,6 +144,9 @@ func contents(tab *dets.Table) ([]string, error) {
 
 func okIfNoErr(r commands.Result) *gopter.PropResult {
 	if err := r.(result).err; err != nil {
+		if kept := keepImage(r); kept != "" {
+			err = fmt.Errorf("%w%s", err, kept)
+		}
 		return &gopter.PropResult{Status: gopter.PropError, Error: err}
 	}
 	return gopter.NewPropResult(true, "")
@@ -245,19 +293,21 @@ type crashCmd struct{ mode crashfs.Mode }
 
 func (c crashCmd) Run(s commands.SystemUnderTest) commands.Result {
 	u := s.(*sut)
+	u.stats.between++
 	img := u.cfs.Crash(c.mode, nil)
+	image := img.Get(path)
 	u.tab.Close() // on the old file system: the image is already taken
 	u.cfs = img
 	tab, err := dets.Open(path, dets.Options{FS: memFS{img}, Repair: dets.AutoRepair, Kind: u.kind})
 	if err != nil {
-		return result{err: err}
+		return withImage(result{err: err}, image)
 	}
 	u.tab = tab
 	if err := tab.Check(); err != nil {
-		return result{err: err}
+		return withImage(result{err: err}, image)
 	}
 	objs, err := contents(tab)
-	return result{err: err, objs: objs}
+	return withImage(result{err: err, objs: objs}, image)
 }
 func (c crashCmd) NextState(st commands.State) commands.State {
 	n := st.(*state).clone()
@@ -274,8 +324,11 @@ func (c crashCmd) PostCondition(st commands.State, r commands.Result) *gopter.Pr
 	}
 	want := st.(*state).cur.Objects()
 	got := r.(result).objs
-	return gopter.NewPropResult(slices.Equal(got, want), fmt.Sprintf("after crash (%s): %d objects, model %d (missing %d, extra %d)",
-		c.mode, len(got), len(want), len(model.Missing(want, got)), len(model.Missing(got, want))))
+	if slices.Equal(got, want) {
+		return gopter.NewPropResult(true, "")
+	}
+	return gopter.NewPropResult(false, fmt.Sprintf("after crash (%s): %d objects, model %d (missing %d, extra %d)%s",
+		c.mode, len(got), len(want), len(model.Missing(want, got)), len(model.Missing(got, want)), keepImage(r)))
 }
 func (c crashCmd) String() string { return fmt.Sprintf("Crash(%s)", c.mode) }
 
@@ -295,7 +348,7 @@ func genObj() gopter.Gen {
 	})
 }
 
-func kindCommands(kind dets.Kind) *commands.ProtoCommands {
+func kindCommands(kind dets.Kind, stats *propStats) *commands.ProtoCommands {
 	return &commands.ProtoCommands{
 		NewSystemUnderTestFunc: func(commands.State) commands.SystemUnderTest {
 			cfs := crashfs.New()
@@ -303,7 +356,8 @@ func kindCommands(kind dets.Kind) *commands.ProtoCommands {
 			if err != nil {
 				panic(err) // an in-memory create cannot fail
 			}
-			return &sut{kind: kind, cfs: cfs, tab: tab}
+			stats.runs++
+			return &sut{kind: kind, cfs: cfs, tab: tab, stats: stats}
 		},
 		DestroySystemUnderTestFunc: func(s commands.SystemUnderTest) { s.(*sut).tab.Close() },
 		InitialStateGen: gen.Const(&state{kind: kind,
@@ -320,6 +374,8 @@ func kindCommands(kind dets.Kind) *commands.ProtoCommands {
 				{Weight: 3, Gen: gen.Const(commands.Command(reopenCmd{}))},
 				{Weight: 3, Gen: gen.Const(commands.Command(crashCmd{crashfs.SyncedOnly}))},
 				{Weight: 3, Gen: gen.Const(commands.Command(crashCmd{crashfs.AllWritten}))},
+				{Weight: 5, Gen: genCrashIn()},
+				{Weight: 2, Gen: genCrashRepair()},
 			})
 		},
 	}
@@ -331,14 +387,17 @@ func TestCommands(t *testing.T) {
 	for _, kind := range []dets.Kind{dets.Set, dets.Bag, dets.DuplicateBag} {
 		t.Run(kind.String(), func(t *testing.T) {
 			params := gopter.DefaultTestParametersWithSeed(seed + int64(kind))
-			params.MinSuccessfulTests = *minFlag
+			params.MinSuccessfulTests = sequences()
 			if testing.Short() {
 				params.MinSuccessfulTests = max(1, *minFlag/4)
 			}
 			params.MaxShrinkCount = 200
 			props := gopter.NewProperties(params)
-			props.Property(kind.String()+" against the model", commands.Prop(kindCommands(kind)))
+			var stats propStats
+			props.Property(kind.String()+" against the model", commands.Prop(kindCommands(kind, &stats)))
 			props.TestingRun(t)
+			t.Logf("property otp9 %s: %d sequences passed (%d runs), %d crashes between commands, %d inside commands, %d inside repairs",
+				kind, params.MinSuccessfulTests, stats.runs, stats.between, stats.inside, stats.inRepair)
 		})
 	}
 }

@@ -10,6 +10,17 @@
 // the last Sync/Close state, and all-written (process kill) exactly the
 // acked state. Every reopen also runs Check.
 //
+// Crash points also fall inside the sequences' commands (crashin_test.go):
+// CrashIn runs a mutating command and crashes at a point of its file
+// operations, CrashInRepair crashes the repair that follows a kill. A
+// failing sequence is shrunk by gopter (removing commands) before it is
+// printed; TestShrinksLyingSync shows it does on a disk whose fsync lies.
+// Each kind logs a summary line counted by the run, e.g.
+//
+//	property otp9 set: 300 sequences passed (300 runs), 975 crashes between
+//	commands, 852 inside commands, 276 inside repairs
+//
 // The seed is logged; rerun with -prop.seed=N or GODETS_PROP_SEED=N.
-// -prop.min sets the number of sequences per kind (default 300).
+// -prop.min sets the number of sequences per kind (default 300; a quarter
+// with -short; GODETS_SOAK=1 makes it 10,000).
 package propertytest
