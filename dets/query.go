@@ -1,0 +1,352 @@
+package dets
+
+import (
+	"fmt"
+	"iter"
+	"slices"
+
+	"github.com/godets/godets/etf"
+	"github.com/godets/godets/etf/matchspec"
+)
+
+// Queries with match specifications (OTP dets:select/2, match/2,
+// match_object/2, select_delete/2, match_delete/2).
+//
+// A query reads its candidates in one of two ways, as OTP does. When every
+// clause head fixes the key (Spec.BoundKeys), only those keys are looked
+// up, each as Lookup reads it. Otherwise every object is read once, by the
+// traversal All uses, and the spec is run on each. Both ways go through
+// the table's public reads (Lookup, All) and DeleteObject, so queries
+// share their locking, their error handling and, for the deletes, their
+// crash safety.
+//
+// Results come in the order the objects are read: for bound keys, the keys
+// in Erlang term order and each key's objects oldest first; otherwise All's
+// file order. OTP's dets:select goes in slot order; both are the same
+// multiset.
+
+// Select returns the results of the match specification ms (a list of
+// {Head, Guards, Body} clauses, as dets:select/2 takes) for every object
+// that one of its clauses matches. A spec that does not compile gives an
+// error matching ErrBadArgument and matchspec.ErrBadSpec.
+func (t *Table) Select(ms etf.Term) ([]etf.Term, error) {
+	return collectQuery(t.SelectSeq(ms))
+}
+
+// SelectSeq is Select as an iterator, for a table too large to hold the
+// results in memory. The table is locked only while objects are read, so
+// the loop body may use the table; objects changed meanwhile may or may
+// not be seen (see All). An error is yielded once and ends the iteration.
+func (t *Table) SelectSeq(ms etf.Term) iter.Seq2[etf.Term, error] {
+	s, err := matchspec.Compile(ms)
+	if err != nil {
+		return errorSeq(badSpec(err))
+	}
+	return t.run(s, otpKeys(ms))
+}
+
+// Match returns, for every object that pattern matches, the list of the
+// values bound to the pattern's variables '$1', '$2', ... in the order of
+// their numbers (dets:match/2).
+func (t *Table) Match(pattern etf.Term) ([]etf.Term, error) {
+	return collectQuery(t.MatchSeq(pattern))
+}
+
+// MatchSeq is Match as an iterator (see SelectSeq).
+func (t *Table) MatchSeq(pattern etf.Term) iter.Seq2[etf.Term, error] {
+	return t.patternSeq(pattern, matchspec.Bindings)
+}
+
+// MatchObject returns every object that pattern matches
+// (dets:match_object/2).
+func (t *Table) MatchObject(pattern etf.Term) ([]etf.Term, error) {
+	return collectQuery(t.MatchObjectSeq(pattern))
+}
+
+// MatchObjectSeq is MatchObject as an iterator (see SelectSeq).
+func (t *Table) MatchObjectSeq(pattern etf.Term) iter.Seq2[etf.Term, error] {
+	return t.patternSeq(pattern, matchspec.Object)
+}
+
+func (t *Table) patternSeq(pattern etf.Term, r matchspec.Result) iter.Seq2[etf.Term, error] {
+	s, err := matchspec.MatchSpec(pattern, r)
+	if err != nil {
+		return errorSeq(badSpec(err))
+	}
+	return t.run(s, patternKeys(pattern))
+}
+
+// SelectSpec runs a compiled spec over the table, as SelectSeq does; a spec
+// compiled once serves many queries. The keys it reads are those
+// Spec.BoundKeys gives, which differ from OTP's choice only for specs that
+// look up keys == but not =:= to each other (see otpKeys).
+func (t *Table) SelectSpec(s *matchspec.Spec) iter.Seq2[etf.Term, error] {
+	if s == nil {
+		return errorSeq(fmt.Errorf("%w: nil match spec", ErrBadArgument))
+	}
+	return t.run(s, specKeys(s))
+}
+
+// run runs s over the objects that keys chooses.
+func (t *Table) run(s *matchspec.Spec, keys keysOf) iter.Seq2[etf.Term, error] {
+	return func(yield func(etf.Term, error) bool) {
+		for obj, err := range t.candidates(keys) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if res, ok := s.Run(obj); ok && !yield(res, nil) {
+				return
+			}
+		}
+	}
+}
+
+// SelectDelete deletes every object for which ms returns true (any other
+// result keeps the object) and returns how many it deleted
+// (dets:select_delete/2). It refuses a read-only table with ErrReadOnly.
+//
+// Each matching object is deleted as DeleteObject deletes it, under the
+// table's lock and as crash-safe as any single write: a crash in the middle
+// leaves some of the matching objects deleted and the others in place,
+// never a damaged table. The spec [{'_', [], [true]}] empties the table as
+// DeleteAllObjects does, as OTP does.
+func (t *Table) SelectDelete(ms etf.Term) (int, error) {
+	if err := t.writable(); err != nil {
+		return 0, err
+	}
+	if isDeleteAll(ms) {
+		return t.deleteAll()
+	}
+	s, err := matchspec.Compile(ms)
+	if err != nil {
+		return 0, badSpec(err)
+	}
+	return t.deleteWhere(s, otpKeys(ms))
+}
+
+// MatchDelete deletes every object that pattern matches
+// (dets:match_delete/2) and returns how many it deleted; see SelectDelete.
+func (t *Table) MatchDelete(pattern etf.Term) (int, error) {
+	if err := t.writable(); err != nil {
+		return 0, err
+	}
+	if a, ok := pattern.(etf.Atom); ok && a == "_" {
+		return t.deleteAll()
+	}
+	s, err := matchspec.MatchSpec(pattern, matchspec.True)
+	if err != nil {
+		return 0, badSpec(err)
+	}
+	return t.deleteWhere(s, patternKeys(pattern))
+}
+
+// keysOf says, given the table's key position, which keys a query has to
+// look up; bound is false when it must read every object.
+type keysOf func(keyPos int) (keys []etf.Term, bound bool)
+
+func specKeys(s *matchspec.Spec) keysOf { return s.BoundKeys }
+
+// otpKeys chooses the keys of ms as dets does (find_all_keys in dets.erl):
+// when the head of every clause is a tuple whose key element, if it has
+// one, contains no '_' and no variable, it looks up those keys. Like dets,
+// it does not look for variables inside maps, so a map key with a variable
+// in it is looked up as it is written. It gives the keys in clause order.
+func otpKeys(ms etf.Term) keysOf {
+	return func(keyPos int) ([]etf.Term, bool) {
+		clauses, ok := ms.(etf.List)
+		if !ok {
+			return nil, false
+		}
+		var keys []etf.Term
+		for _, c := range clauses {
+			cl, ok := c.(etf.Tuple)
+			if !ok || len(cl) != 3 {
+				return nil, false
+			}
+			head, ok := cl[0].(etf.Tuple)
+			if !ok {
+				return nil, false
+			}
+			if len(head) < keyPos {
+				continue // cannot match an object of this table
+			}
+			if hasVariable(head[keyPos-1]) {
+				return nil, false
+			}
+			keys = append(keys, head[keyPos-1])
+		}
+		return keys, len(keys) > 0
+	}
+}
+
+// patternKeys is otpKeys for the spec of a pattern query.
+func patternKeys(pattern etf.Term) keysOf {
+	return otpKeys(etf.List{etf.Tuple{pattern, etf.List{}, etf.List{}}})
+}
+
+// hasVariable reports whether t holds '_' or a variable '$N' outside maps,
+// where N is what list_to_integer/1 reads (a sign is allowed), as dets'
+// contains_variable/1 decides it.
+func hasVariable(t etf.Term) bool {
+	switch v := t.(type) {
+	case etf.Atom:
+		if v == "_" {
+			return true
+		}
+		if len(v) < 2 || v[0] != '$' {
+			return false
+		}
+		n := v[1:]
+		if n[0] == '-' || n[0] == '+' {
+			n = n[1:]
+		}
+		if len(n) == 0 {
+			return false
+		}
+		for _, c := range []byte(n) {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+		return true
+	case etf.Tuple:
+		return slices.ContainsFunc(v, hasVariable)
+	case etf.List:
+		return slices.ContainsFunc(v, hasVariable)
+	case *etf.ImproperList:
+		return slices.ContainsFunc(v.Elems, hasVariable) || hasVariable(v.Tail)
+	}
+	return false
+}
+
+// candidates yields the objects a query has to see: those of its bound
+// keys, or every object.
+func (t *Table) candidates(keysOf keysOf) iter.Seq2[etf.Term, error] {
+	if err := t.begin(false); err != nil {
+		return errorSeq(err)
+	}
+	keyPos := t.keyPos
+	t.mu.Unlock()
+	keys, bound := keysOf(keyPos)
+	if !bound {
+		return t.All()
+	}
+	keys = lookupKeys(keys)
+	return func(yield func(etf.Term, error) bool) {
+		for _, k := range keys {
+			objs, err := t.Lookup(k)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, o := range objs {
+				if !yield(o, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// lookupKeys returns the keys OTP looks up for a spec whose clause heads
+// fix keys (in clause order): it sorts them with lists:usort/1, which drops
+// every key == (not only =:=) to one before it, keeping the last clause's.
+// So a spec with clauses for the keys 1 and 1.0 looks up only one of them,
+// and finds only its objects, as dets does.
+func lookupKeys(keys []etf.Term) []etf.Term {
+	ks := slices.Clone(keys)
+	slices.Reverse(ks)
+	slices.SortStableFunc(ks, etf.Compare)
+	return slices.CompactFunc(ks, func(a, b etf.Term) bool { return etf.Compare(a, b) == 0 })
+}
+
+// deleteWhere deletes the candidates for which s returns true.
+func (t *Table) deleteWhere(s *matchspec.Spec, keys keysOf) (int, error) {
+	n := 0
+	var last etf.Term // the last object deleted
+	for obj, err := range t.candidates(keys) {
+		if err != nil {
+			return n, err
+		}
+		res, ok := s.Run(obj)
+		if a, isAtom := res.(etf.Atom); !ok || !isAtom || a != etf.True {
+			continue
+		}
+		n++
+		// A duplicate bag's copies come one after another, and the
+		// first DeleteObject removed them all.
+		if last != nil && etf.Equal(last, obj) {
+			continue
+		}
+		if err := t.DeleteObject(obj); err != nil {
+			return n - 1, err
+		}
+		last = obj
+	}
+	return n, nil
+}
+
+// deleteAll empties the table, as DeleteAllObjects, and returns how many
+// objects it held.
+func (t *Table) deleteAll() (int, error) {
+	if err := t.begin(true); err != nil {
+		return 0, err
+	}
+	defer t.mu.Unlock()
+	n := int(t.h.noObjects)
+	if err := t.markDirty(); err != nil {
+		return 0, t.fail(err)
+	}
+	if err := t.fail(t.initFile(t.h.minSlots, t.h.maxSlots)); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// writable returns begin(true)'s error, if any, without keeping the lock.
+func (t *Table) writable() error {
+	if err := t.begin(true); err != nil {
+		return err
+	}
+	t.mu.Unlock()
+	return nil
+}
+
+// isDeleteAll reports whether ms is [{'_', [], [true]}], which OTP's
+// select_delete turns into a delete_all_objects.
+func isDeleteAll(ms etf.Term) bool {
+	l, ok := ms.(etf.List)
+	if !ok || len(l) != 1 {
+		return false
+	}
+	c, ok := l[0].(etf.Tuple)
+	if !ok || len(c) != 3 {
+		return false
+	}
+	head, hok := c[0].(etf.Atom)
+	guards, gok := c[1].(etf.List)
+	body, bok := c[2].(etf.List)
+	if !hok || !gok || !bok || head != "_" || len(guards) != 0 || len(body) != 1 {
+		return false
+	}
+	a, ok := body[0].(etf.Atom)
+	return ok && a == etf.True
+}
+
+func badSpec(err error) error { return fmt.Errorf("%w: %w", ErrBadArgument, err) }
+
+func errorSeq(err error) iter.Seq2[etf.Term, error] {
+	return func(yield func(etf.Term, error) bool) { yield(nil, err) }
+}
+
+func collectQuery(seq iter.Seq2[etf.Term, error]) ([]etf.Term, error) {
+	var out []etf.Term
+	for r, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
