@@ -60,7 +60,7 @@ type cmdCtx struct {
 var commands []*command
 
 func init() {
-	commands = []*command{infoCmd, checkCmd, repairCmd, dumpCmd, loadCmd, digestCmd, versionCmd, demoCmd, demoWriterCmd}
+	commands = []*command{infoCmd, checkCmd, repairCmd, dumpCmd, selectCmd, matchCmd, loadCmd, digestCmd, versionCmd, demoCmd, demoWriterCmd}
 }
 
 func lookupCommand(name string) *command {
