@@ -13,7 +13,7 @@ import (
 // match_object/2, select_delete/2, match_delete/2).
 //
 // A query reads its candidates in one of two ways, as OTP does. When every
-// clause head fixes the key (Spec.BoundKeys), only those keys are looked
+// clause head fixes the key (query.keys), only those keys are looked
 // up, each as Lookup reads it. Otherwise every object is read once, by the
 // traversal All uses, and the spec is run on each. Both ways go through
 // the table's public reads (Lookup, All) and DeleteObject, so queries
@@ -30,7 +30,11 @@ import (
 // that one of its clauses matches. A spec that does not compile gives an
 // error matching ErrBadArgument and matchspec.ErrBadSpec.
 func (t *Table) Select(ms etf.Term) ([]etf.Term, error) {
-	return collectQuery(t.SelectSeq(ms))
+	s, err := matchspec.Compile(ms)
+	if err != nil {
+		return nil, badSpec(err)
+	}
+	return t.collect(&query{s: s, from: fromTerm, term: ms})
 }
 
 // SelectSeq is Select as an iterator, for a table too large to hold the
@@ -42,14 +46,14 @@ func (t *Table) SelectSeq(ms etf.Term) iter.Seq2[etf.Term, error] {
 	if err != nil {
 		return errorSeq(badSpec(err))
 	}
-	return t.run(s, otpKeys(ms))
+	return t.results(&query{s: s, from: fromTerm, term: ms})
 }
 
 // Match returns, for every object that pattern matches, the list of the
 // values bound to the pattern's variables '$1', '$2', ... in the order of
 // their numbers (dets:match/2).
 func (t *Table) Match(pattern etf.Term) ([]etf.Term, error) {
-	return collectQuery(t.MatchSeq(pattern))
+	return t.collectPattern(pattern, matchspec.Bindings)
 }
 
 // MatchSeq is Match as an iterator (see SelectSeq).
@@ -60,7 +64,7 @@ func (t *Table) MatchSeq(pattern etf.Term) iter.Seq2[etf.Term, error] {
 // MatchObject returns every object that pattern matches
 // (dets:match_object/2).
 func (t *Table) MatchObject(pattern etf.Term) ([]etf.Term, error) {
-	return collectQuery(t.MatchObjectSeq(pattern))
+	return t.collectPattern(pattern, matchspec.Object)
 }
 
 // MatchObjectSeq is MatchObject as an iterator (see SelectSeq).
@@ -68,38 +72,32 @@ func (t *Table) MatchObjectSeq(pattern etf.Term) iter.Seq2[etf.Term, error] {
 	return t.patternSeq(pattern, matchspec.Object)
 }
 
+func (t *Table) collectPattern(pattern etf.Term, r matchspec.Result) ([]etf.Term, error) {
+	s, err := matchspec.MatchSpec(pattern, r)
+	if err != nil {
+		return nil, badSpec(err)
+	}
+	return t.collect(&query{s: s, from: fromPattern, term: pattern})
+}
+
 func (t *Table) patternSeq(pattern etf.Term, r matchspec.Result) iter.Seq2[etf.Term, error] {
 	s, err := matchspec.MatchSpec(pattern, r)
 	if err != nil {
 		return errorSeq(badSpec(err))
 	}
-	return t.run(s, patternKeys(pattern))
+	return t.results(&query{s: s, from: fromPattern, term: pattern})
 }
 
 // SelectSpec runs a compiled spec over the table, as SelectSeq does; a spec
 // compiled once serves many queries. The keys it reads are those
 // Spec.BoundKeys gives, which differ from OTP's choice only for specs that
-// look up keys == but not =:= to each other (see otpKeys).
+// look up keys == but not =:= to each other, or map keys with variables
+// (see query.keys).
 func (t *Table) SelectSpec(s *matchspec.Spec) iter.Seq2[etf.Term, error] {
 	if s == nil {
 		return errorSeq(fmt.Errorf("%w: nil match spec", ErrBadArgument))
 	}
-	return t.run(s, specKeys(s))
-}
-
-// run runs s over the objects that keys chooses.
-func (t *Table) run(s *matchspec.Spec, keys keysOf) iter.Seq2[etf.Term, error] {
-	return func(yield func(etf.Term, error) bool) {
-		for obj, err := range t.candidates(keys) {
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if res, ok := s.Run(obj); ok && !yield(res, nil) {
-				return
-			}
-		}
-	}
+	return t.results(&query{s: s, from: fromSpec})
 }
 
 // SelectDelete deletes every object for which ms returns true (any other
@@ -122,7 +120,7 @@ func (t *Table) SelectDelete(ms etf.Term) (int, error) {
 	if err != nil {
 		return 0, badSpec(err)
 	}
-	return t.deleteWhere(s, otpKeys(ms))
+	return t.deleteWhere(&query{s: s, from: fromTerm, term: ms})
 }
 
 // MatchDelete deletes every object that pattern matches
@@ -138,51 +136,79 @@ func (t *Table) MatchDelete(pattern etf.Term) (int, error) {
 	if err != nil {
 		return 0, badSpec(err)
 	}
-	return t.deleteWhere(s, patternKeys(pattern))
+	return t.deleteWhere(&query{s: s, from: fromPattern, term: pattern})
 }
 
-// keysOf says, given the table's key position, which keys a query has to
-// look up; bound is false when it must read every object.
-type keysOf func(keyPos int) (keys []etf.Term, bound bool)
+// query is a compiled spec and what decides the keys it looks up.
+type query struct {
+	s    *matchspec.Spec
+	from uint8    // fromTerm, fromPattern or fromSpec
+	term etf.Term // the spec or the pattern as written
+	one  [1]etf.Term
+}
 
-func specKeys(s *matchspec.Spec) keysOf { return s.BoundKeys }
+const (
+	fromTerm    = iota // term is the spec
+	fromPattern        // term is the head of the one clause
+	fromSpec           // only s is known
+)
 
-// otpKeys chooses the keys of ms as dets does (find_all_keys in dets.erl):
-// when the head of every clause is a tuple whose key element, if it has
-// one, contains no '_' and no variable, it looks up those keys. Like dets,
-// it does not look for variables inside maps, so a map key with a variable
-// in it is looked up as it is written. It gives the keys in clause order.
-func otpKeys(ms etf.Term) keysOf {
-	return func(keyPos int) ([]etf.Term, bool) {
-		clauses, ok := ms.(etf.List)
-		if !ok {
+// keys chooses the keys a query looks up, given the table's key position;
+// bound is false when it has to read every object. For a spec or pattern
+// as written it decides as dets does (find_all_keys in dets.erl): when the
+// head of every clause is a tuple whose key element, if it has one,
+// contains no '_' and no variable, it looks up those keys. Like dets, it
+// does not look for variables inside maps, so a map key with a variable in
+// it is looked up as it is written. The keys come in clause order.
+func (q *query) keys(keyPos int) (keys []etf.Term, bound bool) {
+	switch q.from {
+	case fromSpec:
+		return q.s.BoundKeys(keyPos)
+	case fromPattern:
+		k, use := headKey(q.term, keyPos)
+		if use != keyBound {
 			return nil, false
 		}
-		var keys []etf.Term
-		for _, c := range clauses {
-			cl, ok := c.(etf.Tuple)
-			if !ok || len(cl) != 3 {
-				return nil, false
-			}
-			head, ok := cl[0].(etf.Tuple)
-			if !ok {
-				return nil, false
-			}
-			if len(head) < keyPos {
-				continue // cannot match an object of this table
-			}
-			if hasVariable(head[keyPos-1]) {
-				return nil, false
-			}
-			keys = append(keys, head[keyPos-1])
-		}
-		return keys, len(keys) > 0
+		q.one[0] = k
+		return q.one[:], true
 	}
+	clauses, ok := q.term.(etf.List)
+	if !ok {
+		return nil, false
+	}
+	for _, c := range clauses {
+		cl, ok := c.(etf.Tuple)
+		if !ok || len(cl) != 3 {
+			return nil, false
+		}
+		switch k, use := headKey(cl[0], keyPos); use {
+		case keyBound:
+			keys = append(keys, k)
+		case keyAny:
+			return nil, false
+		}
+	}
+	return keys, len(keys) > 0
 }
 
-// patternKeys is otpKeys for the spec of a pattern query.
-func patternKeys(pattern etf.Term) keysOf {
-	return otpKeys(etf.List{etf.Tuple{pattern, etf.List{}, etf.List{}}})
+const (
+	keyBound = iota // the head fixes the key
+	keyAny          // the head may match any key
+	keyNone         // the head cannot match an object of the table
+)
+
+// headKey says what a clause head fixes of the key at keyPos.
+func headKey(head etf.Term, keyPos int) (etf.Term, int) {
+	h, ok := head.(etf.Tuple)
+	switch {
+	case !ok:
+		return nil, keyAny
+	case len(h) < keyPos:
+		return nil, keyNone
+	case hasVariable(h[keyPos-1]):
+		return nil, keyAny
+	}
+	return h[keyPos-1], keyBound
 }
 
 // hasVariable reports whether t holds '_' or a variable '$N' outside maps,
@@ -220,19 +246,80 @@ func hasVariable(t etf.Term) bool {
 	return false
 }
 
-// candidates yields the objects a query has to see: those of its bound
-// keys, or every object.
-func (t *Table) candidates(keysOf keysOf) iter.Seq2[etf.Term, error] {
+// queryKeys returns the keys t has to look up for q, in the order dets
+// looks them up, or bound false.
+func (t *Table) queryKeys(q *query) (keys []etf.Term, bound bool, err error) {
 	if err := t.begin(false); err != nil {
-		return errorSeq(err)
+		return nil, false, err
 	}
 	keyPos := t.keyPos
 	t.mu.Unlock()
-	keys, bound := keysOf(keyPos)
+	keys, bound = q.keys(keyPos)
+	if bound && len(keys) > 1 {
+		keys = lookupKeys(keys)
+	}
+	return keys, bound, nil
+}
+
+// collect returns q's results. It is the iterator of results written out,
+// which saves a bound-key query (a Lookup's worth of work) the
+// iterators' allocations.
+func (t *Table) collect(q *query) ([]etf.Term, error) {
+	keys, bound, err := t.queryKeys(q)
+	if err != nil {
+		return nil, err
+	}
+	var out []etf.Term
+	if bound {
+		for _, k := range keys {
+			objs, err := t.Lookup(k)
+			if err != nil {
+				return nil, err
+			}
+			for _, o := range objs {
+				if res, ok := q.s.Run(o); ok {
+					out = append(out, res)
+				}
+			}
+		}
+		return out, nil
+	}
+	for o, err := range t.All() {
+		if err != nil {
+			return nil, err
+		}
+		if res, ok := q.s.Run(o); ok {
+			out = append(out, res)
+		}
+	}
+	return out, nil
+}
+
+// results yields q's results.
+func (t *Table) results(q *query) iter.Seq2[etf.Term, error] {
+	return func(yield func(etf.Term, error) bool) {
+		for obj, err := range t.candidates(q) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if res, ok := q.s.Run(obj); ok && !yield(res, nil) {
+				return
+			}
+		}
+	}
+}
+
+// candidates yields the objects q has to see: those of its bound keys, or
+// every object.
+func (t *Table) candidates(q *query) iter.Seq2[etf.Term, error] {
+	keys, bound, err := t.queryKeys(q)
+	if err != nil {
+		return errorSeq(err)
+	}
 	if !bound {
 		return t.All()
 	}
-	keys = lookupKeys(keys)
 	return func(yield func(etf.Term, error) bool) {
 		for _, k := range keys {
 			objs, err := t.Lookup(k)
@@ -262,14 +349,14 @@ func lookupKeys(keys []etf.Term) []etf.Term {
 }
 
 // deleteWhere deletes the candidates for which s returns true.
-func (t *Table) deleteWhere(s *matchspec.Spec, keys keysOf) (int, error) {
+func (t *Table) deleteWhere(q *query) (int, error) {
 	n := 0
 	var last etf.Term // the last object deleted
-	for obj, err := range t.candidates(keys) {
+	for obj, err := range t.candidates(q) {
 		if err != nil {
 			return n, err
 		}
-		res, ok := s.Run(obj)
+		res, ok := q.s.Run(obj)
 		if a, isAtom := res.(etf.Atom); !ok || !isAtom || a != etf.True {
 			continue
 		}
@@ -338,15 +425,4 @@ func badSpec(err error) error { return fmt.Errorf("%w: %w", ErrBadArgument, err)
 
 func errorSeq(err error) iter.Seq2[etf.Term, error] {
 	return func(yield func(etf.Term, error) bool) { yield(nil, err) }
-}
-
-func collectQuery(seq iter.Seq2[etf.Term, error]) ([]etf.Term, error) {
-	var out []etf.Term
-	for r, err := range seq {
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, nil
 }

@@ -324,3 +324,45 @@ func TestQuerySeqStopsAndAllowsWrites(t *testing.T) {
 		t.Fatal("a result aliases the table's state")
 	}
 }
+
+// TestQueryBoundKeyAllocs: a bound-key MatchObject costs what compiling
+// its pattern and one Lookup cost, plus its result slice; the query layer
+// adds no allocations of its own (iterators, key lists, spec wrappers).
+func TestQueryBoundKeyAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
+	tab := openT(t, tmpFile(t, "qallocs.dets"), Options{})
+	for i := range 1000 {
+		must(t, tab.Insert(benchObj(i)))
+	}
+	var key etf.Term = benchKey(500)
+	var pattern etf.Term = tup(key, etf.Atom("_"))
+	compile := testing.AllocsPerRun(200, func() {
+		if _, err := matchspec.MatchSpec(pattern, matchspec.Object); err != nil {
+			t.Fatal(err)
+		}
+	})
+	s, err := matchspec.MatchSpec(pattern, matchspec.Object)
+	must(t, err)
+	var obj etf.Term = benchObj(500)
+	run := testing.AllocsPerRun(200, func() {
+		if _, ok := s.Run(obj); !ok {
+			t.Fatal("the pattern does not match")
+		}
+	})
+	lookup := testing.AllocsPerRun(200, func() {
+		if objs, err := tab.Lookup(key); err != nil || len(objs) != 1 {
+			t.Fatal(objs, err)
+		}
+	})
+	n := testing.AllocsPerRun(200, func() {
+		if objs, err := tab.MatchObject(pattern); err != nil || len(objs) != 1 {
+			t.Fatal(objs, err)
+		}
+	})
+	if extra := n - compile - run - lookup; extra > 1 {
+		t.Errorf("MatchObject with a bound key: %v allocations, %v beyond compiling (%v), running (%v) and Lookup (%v); want <= 1",
+			n, extra, compile, run, lookup)
+	}
+}
