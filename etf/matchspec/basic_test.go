@@ -184,3 +184,22 @@ func TestMatchSpecResults(t *testing.T) {
 		t.Errorf("bad result kind: %v", err)
 	}
 }
+
+// TestMapKeysRaising: two map keys that both raise in a body are both
+// 'EXIT'; OTP keeps the value of the later key in its map key order, not
+// in the order the Go map lists them (erl: #{'EXIT' => b}).
+func TestMapKeysRaising(t *testing.T) {
+	body := etf.Map{
+		{Key: mustParse(t, `{'rem',1,0}`), Value: etf.Atom("b")},
+		{Key: mustParse(t, `{element,9,'$_'}`), Value: etf.Atom("a")},
+	}
+	s, err := Compile(etf.List{etf.Tuple{etf.Atom("_"), etf.List{}, etf.List{body}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := s.Run(etf.Tuple{etf.Atom("q")})
+	want := etf.Map{{Key: etf.Atom("EXIT"), Value: etf.Atom("b")}}
+	if !ok || !etf.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}

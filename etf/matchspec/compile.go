@@ -268,7 +268,12 @@ func (c *compiler) expr(t etf.Term, depth int) (*expr, error) {
 		e := &expr{op: opMap}
 		keys := make([]*expr, 0, len(v))
 		vals := make([]*expr, 0, len(v))
-		for _, p := range v {
+		// OTP builds the map in its own key order (the exact term order
+		// for maps of up to 32 keys), so when two keys evaluate to the
+		// same term, the later one there wins.
+		pairs := slices.Clone(v)
+		slices.SortStableFunc(pairs, func(a, b etf.Pair) int { return etf.CompareExact(a.Key, b.Key) })
+		for _, p := range pairs {
 			k, err := c.expr(p.Key, depth+1)
 			if err != nil {
 				return nil, err

@@ -1,0 +1,149 @@
+package matchspec
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/msgen"
+	"github.com/godets/godets/internal/otptest"
+)
+
+var seedFlag = flag.Uint64("matchspec.seed", 0, "seed for randomized matchspec tests (0: MATCHSPEC_SEED or random)")
+
+// testSeed returns the seed for a randomized test, logged so that a
+// failure replays with -matchspec.seed or MATCHSPEC_SEED.
+func testSeed(t testing.TB) uint64 {
+	t.Helper()
+	seed := *seedFlag
+	if seed == 0 {
+		if s := os.Getenv("MATCHSPEC_SEED"); s != "" {
+			v, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				t.Fatalf("bad MATCHSPEC_SEED %q: %v", s, err)
+			}
+			seed = v
+		}
+	}
+	if seed == 0 {
+		seed = rand.Uint64()>>1 | 1
+	}
+	t.Logf("seed %d (replay with -matchspec.seed=%d or MATCHSPEC_SEED=%d)", seed, seed, seed)
+	return seed
+}
+
+// otpRunner compiles every spec with ets:match_spec_compile/1 and runs it
+// on every object with ets:match_spec_run/2 (what dets:select/2 uses), in
+// one erl: badarg for a refused spec, else one [] or [Result] per object.
+const otpRunner = `
+[SB, OB] = In,
+Specs = binary_to_term(SB),
+Objs = binary_to_term(OB),
+Run = fun(S) ->
+    try ets:match_spec_compile(S) of
+        C -> [try ets:match_spec_run([O], C) catch Cl:R -> {raised, Cl, R} end || O <- Objs]
+    catch error:badarg -> badarg
+    end
+end,
+[term_to_binary([Run(S) || S <- Specs])]
+`
+
+// TestDifferentialOTP compiles and runs random specs (internal/msgen's
+// Spec and, for denser use of the functions, ExprSpec) in Go
+// and in OTP 25 and requires the same outcome for every spec and object:
+// OTP refuses a spec iff Compile does, and each run's result is the same
+// term, encoded byte for byte (so -0.0 and 0.0 differ). Seeded.
+func TestDifferentialOTP(t *testing.T) {
+	erl := otptest.Erl(t)
+	seed := testSeed(t)
+	g := msgen.New(seed)
+	nSpecs, nObjs := 4000, 24
+	if testing.Short() {
+		nSpecs = 500
+	}
+	objs := g.Objects(nObjs)
+	for i := 0; i < 4; i++ {
+		objs = append(objs, g.Term(3)) // not tuples: heads like '_' and '$1' still match
+	}
+	specs := make(etf.List, nSpecs)
+	for i := range specs {
+		if i%2 == 0 {
+			specs[i] = g.Spec(objs[:nObjs])
+		} else {
+			specs[i] = g.ExprSpec(objs[:nObjs])
+		}
+	}
+	sb, err := etf.Encode(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob, err := etf.Encode(etf.List(objs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := erl.Eval(t, otpRunner, sb, ob)
+	res, err := etf.Decode(out[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := res.(etf.List)
+
+	var compiled, refused, matched, exits, failures int
+	for i, st := range specs {
+		s, err := Compile(st)
+		want := results[i]
+		if a, ok := want.(etf.Atom); ok && a == "badarg" {
+			refused++
+			if err == nil {
+				failures++
+				t.Errorf("spec %d %s: OTP refuses it, Compile accepts it", i, etf.Format(st))
+			}
+			continue
+		}
+		if err != nil {
+			failures++
+			t.Errorf("spec %d %s: OTP compiles it, Compile says %v", i, etf.Format(st), err)
+			continue
+		}
+		compiled++
+		for j, o := range objs {
+			w := want.(etf.List)[j]
+			got, ok := s.Run(o)
+			var mine etf.Term = etf.List{}
+			if ok {
+				mine = etf.List{got}
+				matched++
+				if a, isAtom := got.(etf.Atom); isAtom && a == "EXIT" {
+					exits++
+				}
+			}
+			if !sameEncoding(mine, w) {
+				failures++
+				t.Errorf("spec %d %s on %s: got %s, OTP %s", i, etf.Format(st), etf.Format(o), etf.Format(mine), etf.Format(w))
+			}
+			if failures > 20 {
+				t.Fatalf("too many disagreements (seed %d)", seed)
+			}
+		}
+	}
+	t.Logf("%d specs: %d compiled, %d refused; %d runs matched, %d gave 'EXIT'", nSpecs, compiled, refused, matched, exits)
+	// The generator must keep hitting every outcome, or this test
+	// proves little.
+	if refused == 0 || matched < compiled || exits == 0 {
+		t.Errorf("weak coverage: %d refused, %d matched, %d 'EXIT' (seed %d)", refused, matched, exits, seed)
+	}
+	if failures > 0 {
+		t.Errorf("%d disagreements with OTP (seed %d)", failures, seed)
+	}
+}
+
+func sameEncoding(a, b etf.Term) bool {
+	x, err1 := etf.Encode(a)
+	y, err2 := etf.Encode(b)
+	return errors.Join(err1, err2) == nil && bytes.Equal(x, y)
+}
