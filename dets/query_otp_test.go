@@ -3,13 +3,12 @@ package dets
 import (
 	"errors"
 	"fmt"
-	"math/big"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/msgen"
 	"github.com/godets/godets/internal/otptest"
 )
 
@@ -45,187 +44,45 @@ Try = fun(F) -> try {ok, F()} catch error:R -> {error, R} end end,
    term_to_binary(Rs)
  end || B <- In]`
 
-// queryGen makes random objects, patterns and match specs over a small
-// domain of terms, so that patterns often match and bags hold several
-// objects a key.
-type queryGen struct {
-	r      *rand.Rand
-	keyPos int
-}
-
-var (
-	bigPos = etf.NewBigInt(new(big.Int).Lsh(big.NewInt(3), 70))
-	bigNeg = etf.NewBigInt(new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(5), 64)))
-)
-
-func (g *queryGen) leaf() etf.Term {
-	switch g.r.Intn(12) {
-	case 0, 1, 2:
-		return etf.Int(g.r.Intn(5) - 1)
-	case 3:
-		return etf.Float([]float64{1.0, 0.5, -2.5, 3.0}[g.r.Intn(4)])
-	case 4, 5:
-		return etf.Atom([]string{"a", "b", "c", "true", "false"}[g.r.Intn(5)])
-	case 6:
-		return etf.Binary([]string{"", "ab", "xyz"}[g.r.Intn(3)])
-	case 7:
-		return []etf.Term{bigPos, bigNeg}[g.r.Intn(2)]
-	case 8:
-		return etf.List{}
-	case 9:
-		return etf.Str("hi")
-	default:
-		return etf.Int(g.r.Intn(3))
+// keyTwins returns objects for the corner cases of choosing keys: keys
+// == but not =:= to each other (2 and 2.0), and map keys, which dets looks
+// up as written even when a pattern puts a variable in them.
+func keyTwins(g *msgen.Gen, keyPos int) []etf.Term {
+	var out []etf.Term
+	obj := func(key etf.Term) etf.Term {
+		o := g.Object()
+		o[keyPos-1] = key
+		return o
 	}
-}
-
-func (g *queryGen) term(depth int) etf.Term {
-	if depth <= 0 || g.r.Intn(3) > 0 {
-		return g.leaf()
-	}
-	n := g.r.Intn(3)
-	elems := make([]etf.Term, n)
-	for i := range elems {
-		elems[i] = g.term(depth - 1)
-	}
-	if g.r.Intn(2) == 0 {
-		return etf.Tuple(elems)
-	}
-	return etf.List(elems)
-}
-
-func (g *queryGen) key() etf.Term {
-	switch g.r.Intn(6) {
-	case 0:
-		return etf.Float(float64(g.r.Intn(8)))
-	case 1:
-		return etf.Atom(fmt.Sprintf("k%d", g.r.Intn(8)))
-	case 2:
-		return etf.Tuple{etf.Atom("t"), etf.Int(g.r.Intn(4))}
-	case 3:
-		return bigPos
-	}
-	return etf.Int(g.r.Intn(16))
-}
-
-func (g *queryGen) object() etf.Term {
-	o := make(etf.Tuple, g.keyPos+g.r.Intn(3))
-	for i := range o {
-		o[i] = g.term(2)
-	}
-	o[g.keyPos-1] = g.key()
-	return o
-}
-
-// pattern makes a head from obj: subterms become '_' or variables
-// '$1'..'$4' (repeated ones must match equal terms), the rest stays.
-// With bound, the key element stays as it is.
-func (g *queryGen) pattern(obj etf.Term, bound bool) etf.Term {
-	switch g.r.Intn(20) {
-	case 0:
-		return etf.Atom("_")
-	case 1:
-		return etf.Atom("$1")
-	}
-	tu := obj.(etf.Tuple)
-	p := make(etf.Tuple, len(tu))
-	for i, e := range tu {
-		if bound && i == g.keyPos-1 {
-			p[i] = e
-			continue
-		}
-		p[i] = g.blur(e, 2)
-	}
-	return p
-}
-
-func (g *queryGen) blur(t etf.Term, depth int) etf.Term {
-	switch x := g.r.Intn(10); {
-	case x < 3:
-		return etf.Atom("_")
-	case x < 6:
-		return etf.Atom(fmt.Sprintf("$%d", 1+g.r.Intn(4)))
-	case x < 7:
-		return g.leaf() // most likely a mismatch
-	}
-	if depth > 0 {
-		switch v := t.(type) {
-		case etf.Tuple:
-			out := make(etf.Tuple, len(v))
-			for i, e := range v {
-				out[i] = g.blur(e, depth-1)
-			}
-			return out
-		case etf.List:
-			out := make(etf.List, len(v))
-			for i, e := range v {
-				out[i] = g.blur(e, depth-1)
-			}
-			return out
-		}
-	}
-	return t
-}
-
-// headVars lists the variables of a head, in order of first appearance.
-func headVars(t etf.Term, out []etf.Atom) []etf.Atom {
-	switch v := t.(type) {
-	case etf.Atom:
-		if len(v) > 1 && v[0] == '$' {
-			for _, a := range out {
-				if a == v {
-					return out
-				}
-			}
-			return append(out, v)
-		}
-	case etf.Tuple:
-		for _, e := range v {
-			out = headVars(e, out)
-		}
-	case etf.List:
-		for _, e := range v {
-			out = headVars(e, out)
-		}
+	for i := range 3 {
+		out = append(out, obj(etf.Int(i)), obj(etf.Float(float64(i))))
+		out = append(out, obj(etf.Map{{Key: etf.Atom("m"), Value: etf.Int(i)}}))
 	}
 	return out
 }
 
-func (g *queryGen) body(head etf.Term, forDelete bool) etf.List {
-	if forDelete {
-		if g.r.Intn(4) == 0 {
-			return etf.List{etf.Atom([]string{"false", "yes", "$_"}[g.r.Intn(3)])}
-		}
-		return etf.List{etf.True}
-	}
-	vars := headVars(head, nil)
-	switch x := g.r.Intn(10); {
-	case x < 4:
-		return etf.List{etf.Atom("$_")}
-	case x < 6:
-		return etf.List{etf.Atom("$$")}
-	case x < 8 && len(vars) > 0:
-		return etf.List{vars[g.r.Intn(len(vars))]}
-	case x < 9:
-		return etf.List{etf.True}
-	}
-	return etf.List{g.leaf()}
-}
-
-// spec makes one to three clauses; with bound, every head fixes its key.
-func (g *queryGen) spec(objs []etf.Term, forDelete bool) etf.List {
-	bound := g.r.Intn(4) == 0
+// twinKeySpec makes a spec whose clauses fix keys that may be == to each
+// other (2, 2.0), or put a variable in a map key.
+func twinKeySpec(g *msgen.Gen, objs []etf.Term, keyPos int) etf.Term {
+	r := g.Rand()
 	var ms etf.List
-	for range 1 + g.r.Intn(3) {
-		src := g.object()
-		if len(objs) > 0 && g.r.Intn(4) > 0 {
-			src = objs[g.r.Intn(len(objs))]
+	for range 1 + r.IntN(3) {
+		o := objs[r.IntN(len(objs))].(etf.Tuple)
+		head := make(etf.Tuple, len(o))
+		for i := range head {
+			head[i] = etf.Atom("_")
 		}
-		head := g.pattern(src, bound)
-		if _, isTuple := head.(etf.Tuple); bound && !isTuple {
-			head = g.pattern(src, true)
+		switch r.IntN(4) {
+		case 0:
+			head[keyPos-1] = etf.Int(r.IntN(3))
+		case 1:
+			head[keyPos-1] = etf.Float(float64(r.IntN(3)))
+		case 2:
+			head[keyPos-1] = etf.Map{{Key: etf.Atom("m"), Value: etf.Atom("$1")}}
+		default:
+			head[keyPos-1] = o[keyPos-1]
 		}
-		ms = append(ms, etf.Tuple{head, etf.List{}, g.body(head, forDelete)})
+		ms = append(ms, etf.Tuple{head, etf.List{}, etf.List{etf.Atom("$_")}})
 	}
 	return ms
 }
@@ -247,7 +104,6 @@ type otpQuery struct {
 func TestQueryOTPDifferential(t *testing.T) {
 	r := otptest.Erl(t)
 	seed := testSeed(t)
-	rng := rand.New(rand.NewSource(seed))
 	perTable := 360
 	if testing.Short() {
 		perTable = 60
@@ -260,51 +116,61 @@ func TestQueryOTPDifferential(t *testing.T) {
 		queries []*otpQuery
 	}
 	var tables []*table
-	total := 0
-	for _, kind := range allKinds {
-		for _, keyPos := range []int{1, 2} {
-			g := &queryGen{r: rng, keyPos: keyPos}
-			tb := &table{path: filepath.Join(dir, fmt.Sprintf("%s-%d.dets", kind, keyPos)), kind: kind, keyPos: keyPos}
-			tab, err := Open(tb.path, Options{Kind: kind, KeyPos: keyPos})
-			must(t, err)
-			var objs []etf.Term
-			for range 100 + rng.Intn(300) {
-				objs = append(objs, g.object())
-			}
-			must(t, tab.Insert(objs...))
-			for range rng.Intn(20) { // some deletes, so buckets move
-				must(t, tab.DeleteObject(objs[rng.Intn(len(objs))]))
-			}
-			must(t, tab.Close())
-			for i := range perTable {
-				q := &otpQuery{}
-				switch x := rng.Intn(10); {
-				case x < 4:
-					q.op, q.arg = "select", g.spec(objs, false)
-				case x < 6:
-					q.op, q.arg = "match", g.pattern(objs[rng.Intn(len(objs))], rng.Intn(4) == 0)
-				case x < 8:
-					q.op, q.arg = "match_object", g.pattern(objs[rng.Intn(len(objs))], rng.Intn(4) == 0)
-				default:
-					q.op, q.arg = "select_delete", g.spec(objs, true)
-					if etf.Equal(q.arg, etf.List{etf.Tuple{etf.Atom("_"), etf.List{}, etf.List{etf.Atom("$_")}}}) {
-						// OTP 25's select_delete fails on exactly this
-						// spec with a dets_bug error (it takes the
-						// shortcut of a plain traversal for it).
-						q.arg = etf.List{etf.Tuple{etf.Atom("_"), etf.List{}, etf.List{etf.False}}}
-					}
-					q.copy = fmt.Sprintf("%s.otp%d", tb.path, i)
-					q.own = fmt.Sprintf("%s.go%d", tb.path, i)
-					raw := readFileT(t, tb.path)
-					must(t, os.WriteFile(q.copy, raw, 0o644))
-					must(t, os.WriteFile(q.own, raw, 0o644))
-				}
-				tb.queries = append(tb.queries, q)
-				total++
-			}
-			runGoQueries(t, tb.path, tb.queries)
-			tables = append(tables, tb)
+	total, bound := 0, 0
+	for ti, kind := range []Kind{Set, Set, Bag, Bag, DuplicateBag, DuplicateBag} {
+		keyPos := 1 + ti%2
+		g := msgen.New(uint64(seed) + uint64(ti))
+		g.KeyPos = keyPos
+		rng := g.Rand()
+		tb := &table{path: filepath.Join(dir, fmt.Sprintf("%s-%d.dets", kind, keyPos)), kind: kind, keyPos: keyPos}
+		tab, err := Open(tb.path, Options{Kind: kind, KeyPos: keyPos})
+		must(t, err)
+		objs := append(g.Objects(100+rng.IntN(300)), keyTwins(g, keyPos)...)
+		must(t, tab.Insert(objs...))
+		for range rng.IntN(20) { // some deletes, so buckets move
+			must(t, tab.DeleteObject(objs[rng.IntN(len(objs))]))
 		}
+		must(t, tab.Close())
+		sample := func() etf.Term { return objs[rng.IntN(len(objs))] }
+		for i := range perTable {
+			q := &otpQuery{}
+			switch x := rng.IntN(20); {
+			case x < 6:
+				q.op, q.arg = "select", g.Spec(objs)
+			case x < 7:
+				q.op, q.arg = "select", g.ExprSpec(objs)
+			case x < 8:
+				q.op, q.arg = "select", twinKeySpec(g, objs, keyPos)
+			case x < 12:
+				q.op, q.arg = "match", g.Pattern(sample())
+			case x < 16:
+				q.op, q.arg = "match_object", g.Pattern(sample())
+			default:
+				q.op, q.arg = "select_delete", g.DeleteSpec(objs)
+				if etf.Equal(q.arg, etf.List{etf.Tuple{etf.Atom("_"), etf.List{}, etf.List{etf.Atom("$_")}}}) {
+					// OTP 25's select_delete fails on exactly this
+					// spec with a dets_bug error (it takes the
+					// shortcut of a plain traversal for it).
+					q.arg = etf.List{etf.Tuple{etf.Atom("_"), etf.List{}, etf.List{etf.False}}}
+				}
+				q.copy = fmt.Sprintf("%s.otp%d", tb.path, i)
+				q.own = fmt.Sprintf("%s.go%d", tb.path, i)
+				raw := readFileT(t, tb.path)
+				must(t, os.WriteFile(q.copy, raw, 0o644))
+				must(t, os.WriteFile(q.own, raw, 0o644))
+			}
+			qu := &query{from: fromTerm, term: q.arg}
+			if q.op == "match" || q.op == "match_object" {
+				qu.from = fromPattern
+			}
+			if _, ok := qu.keys(keyPos); ok {
+				bound++
+			}
+			tb.queries = append(tb.queries, q)
+			total++
+		}
+		runGoQueries(t, tb.path, tb.queries)
+		tables = append(tables, tb)
 	}
 	var in [][]byte
 	for _, tb := range tables {
@@ -346,7 +212,7 @@ func TestQueryOTPDifferential(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d queries on %d tables: %d reads with results, %d select_deletes that deleted", total, len(tables), nonEmpty, deleted)
+	t.Logf("%d queries on %d tables: %d with bound keys, %d reads with results, %d select_deletes that deleted", total, len(tables), bound, nonEmpty, deleted)
 }
 
 // runGoQueries runs the queries in Go: the reads on the table at path, each
