@@ -68,6 +68,11 @@ func TestSelectDeleteCommand(t *testing.T) {
 		t.Fatalf("select --delete --count: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
 	wantLines(t, must(t, "dump", path), "{dee,29,admin}.")
+	r = must(t, "select", "--delete", "--format", "json", path, "[{{'_', '_', admin}, [], [true]}]")
+	if r.stdout != "" || r.stderr != "{\"deleted\":1}\n" {
+		t.Fatalf("select --delete --format json: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	wantLines(t, must(t, "dump", path))
 	must(t, "check", path)
 }
 
@@ -139,8 +144,19 @@ func TestQueryCommandHelp(t *testing.T) {
 	}
 }
 
-// TestQueryCommandWait: queries take the common --wait flag.
-func TestQueryCommandWait(t *testing.T) {
+// TestQueryCommandBusy: a query runs inside the table's exclusive
+// session: it exits 5 while another process holds the lock, and runs once
+// it is released.
+func TestQueryCommandBusy(t *testing.T) {
 	path := queryTableCLI(t, dets.Options{})
+	release := holdLock(t, path)
+	for _, args := range [][]string{
+		{"select", path, "[{'_', [], [true]}]"},
+		{"select", "--delete", "--wait", "50ms", path, "[{'_', [], [true]}]"},
+		{"match", "--object", path, "'_'"},
+	} {
+		runDets(t, args...).want(t, exitBusy, args...)
+	}
+	release()
 	wantLines(t, must(t, "match", "--count", "--wait", "1s", path, "'_'"), "4")
 }
