@@ -12,13 +12,13 @@ import (
 // result raises (system_limit in OTP terms). OTP's own limit is 33,554,368
 // bits; this one is lower so that every operation stays within
 // milliseconds, which bounds the time a hostile specification takes.
-const MaxIntBits = 1 << 20
+const MaxIntBits = 1 << 18
 
 // arith runs the numeric functions.
 func arith(f fn, a, b etf.Term) (etf.Term, bool) {
 	switch f {
 	case fnPlus1:
-		if a.Type() != etf.TypeNumber {
+		if typeOf(a) != etf.TypeNumber {
 			return nil, false
 		}
 		return a, true

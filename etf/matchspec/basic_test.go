@@ -59,6 +59,11 @@ func TestRunTable(t *testing.T) {
 		{`[{[a,b|'_'],[],[ok]}]`, `[a,b,c,d]`, `ok`},
 		{`[{[a|'$1'],[],['$1']}]`, `[a|b]`, `b`},
 		{`[{{'$1'},[],[[a|{element,1,'$1'}]]}]`, `{{q}}`, `[a|q]`},
+		// Both parts raise in a body: 'EXIT' /= 'EXIT' is false.
+		{`[{'_',[],[{'/=',{binary_part,<<"abcd">>,-1,2},{binary_part,<<>>,{{4,-2}}}}]}]`, `{q}`, `false`},
+		{`[{'_',[],[{'<',{binary_part,<<"abcd">>,1,2},{binary_part,<<"abcd">>,{{0,3}}}}]}]`, `{q}`, `false`},
+		{`[{'_',[],[{'<',1,{binary_part,<<"abcd">>,{{0,3}}}}]}]`, `{q}`, `true`},
+		{`[{'_',[],[{'>',{binary_part,<<"abcd">>,{{0,3}}},<<"abc",1:1>>}]}]`, `{q}`, `false`},
 	}
 	for _, c := range cases {
 		s, err := Compile(mustParse(t, c.ms))
@@ -121,6 +126,10 @@ func TestCompileErrors(t *testing.T) {
 	}
 }
 
+// TestBoundKeys: the keys OTP's dets looks up instead of scanning; the
+// quirky rows were checked with dets:select/2 on a real table (1 and 1.0
+// both stored: the first spec returns only {1.0,b}; a map key is looked
+// up literally; '$01' makes dets scan).
 func TestBoundKeys(t *testing.T) {
 	cases := []struct {
 		ms   string
@@ -130,10 +139,19 @@ func TestBoundKeys(t *testing.T) {
 		{`[{{{k,1},'_'},[],['$_']}]`, `[{k,1}]`},
 		{`[{{'$1','_'},[],['$_']}]`, ``},
 		{`[{{{k,'_'},'_'},[],['$_']}]`, ``},
-		{`[{{#{},'_'},[],['$_']}]`, ``},
+		{`[{{[k|'$3'],'_'},[],['$_']}]`, ``},
+		{`[{{{x,'$01'},'_'},[],['$_']},{{{x,y},'_'},[],['$_']}]`, ``},
+		{`[{{'$-1'},[],['$_']}]`, ``},
+		{`[{{'$'},[],['$_']}]`, `['$']`},
+		{`[{{'$1a'},[],['$_']}]`, `['$1a']`},
+		{`[{{#{a => '$1'},'_'},[],['$_']}]`, `[#{a => '$1'}]`},
 		{`[{'_',[],['$_']}]`, ``},
-		{`[{[a],[],['$_']},{{a},[],['$_']}]`, `[a]`},
-		{`[{{0.0},[],[x]},{{-0.0},[],[x]}]`, `[0.0,-0.0]`},
+		{`[{[a],[],['$_']},{{a},[],['$_']}]`, ``},
+		{`[{{},[],['$_']},{{a},[],['$_']}]`, `[a]`},
+		{`[{{},[],['$_']}]`, ``},
+		{`[{{1,'_'},[],['$_']},{{1.0,'_'},[],['$_']}]`, `[1.0]`},
+		{`[{{1.0,'_'},[],['$_']},{{1,'_'},[],['$_']}]`, `[1]`},
+		{`[{{c},[],[x]},{{a},[],[x]},{{b},[],[x]}]`, `[a,b,c]`},
 	}
 	for _, c := range cases {
 		s, err := Compile(mustParse(t, c.ms))
@@ -153,7 +171,7 @@ func TestBoundKeys(t *testing.T) {
 			continue
 		}
 		for i := range want {
-			if !etf.Equal(keys[i], want[i]) {
+			if !sameEncoding(keys[i], want[i]) {
 				t.Errorf("%s: keys %v, want %s", c.ms, keys, c.keys)
 			}
 		}
@@ -201,5 +219,51 @@ func TestMapKeysRaising(t *testing.T) {
 	want := etf.Map{{Key: etf.Atom("EXIT"), Value: etf.Atom("b")}}
 	if !ok || !etf.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
+	}
+
+	// The same with ten more keys, past the small-map path (erl gives
+	// #{1 => 1, ..., 10 => 10, 'EXIT' => b}).
+	for i := 10; i >= 1; i-- {
+		body = append(body, etf.Pair{Key: etf.Int(i), Value: etf.Int(i)})
+		want = append(want, etf.Pair{Key: etf.Int(i), Value: etf.Int(i)})
+	}
+	s, err = Compile(etf.List{etf.Tuple{etf.Atom("_"), etf.List{}, etf.List{body}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok = s.Run(etf.Tuple{etf.Atom("q")})
+	if !ok || !etf.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// TestRunConcurrent: one Spec runs from many goroutines at once (run
+// with -race to check that Run writes nothing shared).
+func TestRunConcurrent(t *testing.T) {
+	s, err := Compile(mustParse(t, `[{{'$1','$2'},[{'>',{byte_size,'$2'},1}],[{{'$2','$1',#{'$1' => [a,{const,b}]}}}]},{'_',[],['$$']}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := benchObjects(50)
+	want := make([]etf.Term, len(objs))
+	for i, o := range objs {
+		want[i], _ = s.Run(o)
+	}
+	done := make(chan bool)
+	for range 4 {
+		go func() {
+			defer func() { done <- true }()
+			for range 50 {
+				for i, o := range objs {
+					if got, _ := s.Run(o); !etf.Equal(got, want[i]) {
+						t.Errorf("object %d: %v, want %v", i, got, want[i])
+						return
+					}
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
 	}
 }

@@ -41,9 +41,10 @@ func Compile(ms etf.Term) (*Spec, error) {
 
 // compiler holds the state of one clause: its variables by number.
 type compiler struct {
-	path string
-	vars map[int32]int // variable number -> slot
-	nums []int32       // slot -> variable number
+	path  string
+	vars  map[int32]int // variable number -> slot
+	nums  []int32       // slot -> variable number
+	order []int         // slots in variable number order, for '$$'
 }
 
 func (c *compiler) fail(format string, args ...any) error {
@@ -63,11 +64,11 @@ func compileClause(t etf.Term, n int) (clause, error) {
 	}
 	cl.head = head
 	cl.slots = len(c.nums)
-	cl.order = make([]int, len(c.nums))
-	for i := range cl.order {
-		cl.order[i] = i
+	c.order = make([]int, len(c.nums))
+	for i := range c.order {
+		c.order[i] = i
 	}
-	slices.SortFunc(cl.order, func(a, b int) int { return int(c.nums[a]) - int(c.nums[b]) })
+	slices.SortFunc(c.order, func(a, b int) int { return int(c.nums[a]) - int(c.nums[b]) })
 
 	guards, ok := tup[1].(etf.List)
 	if !ok {
@@ -224,7 +225,7 @@ func (c *compiler) expr(t etf.Term, depth int) (*expr, error) {
 		case "$_":
 			return &expr{op: opObject}, nil
 		case "$$":
-			return &expr{op: opAll}, nil
+			return &expr{op: opAll, order: c.order}, nil
 		}
 		if n, ok := variable(v); ok {
 			slot, bound := c.vars[n]
@@ -351,7 +352,7 @@ func fold(e *expr) *expr {
 	if e.tail != nil && e.tail.op != opConst {
 		return e
 	}
-	v, _ := (&env{}).eval(e, false)
+	v, _ := eval(e, nil, nil, false)
 	if v == nil {
 		return e
 	}

@@ -42,14 +42,26 @@
 // 'EXIT' in its place, as in OTP: [{{'$1'}, [], [{{'$1', {hd, '$1'}}}]}]
 // gives {a, 'EXIT'} for the object {a}.
 //
+// A map built in a guard or body is built in OTP's key order: when two
+// keys evaluate to the same term, the later one in that order wins. (OTP
+// 25.2's VM crashes when two keys both raise and so are both 'EXIT'; this
+// package returns what OTP returns when it survives.)
+//
 // Integer to float conversion of bignums follows OTP's algorithm, which
 // rounds at each 64-bit digit and can differ from correct rounding in the
 // last place; float results that overflow raise (badarith).
+//
+// # Tables
+//
+// Spec.BoundKeys tells a table which keys to look up instead of scanning,
+// decided as dets:select/2 decides it, quirks included (== keys count
+// once; a map at the key position is a literal key). MatchSpec builds the
+// specifications of dets:match/2, match_object/2 and match_delete/2.
 //
 // # Limits
 //
 // A specification nested deeper than 1000 levels is refused at compile
 // time. Integers produced by arithmetic are limited to MaxIntBits bits
-// (OTP allows about 32 times more); a larger result raises. Both keep the
+// (OTP allows 128 times more); a larger result raises. Both keep the
 // time any specification takes on any object small and bounded.
 package matchspec

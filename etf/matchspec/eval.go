@@ -1,6 +1,8 @@
 package matchspec
 
 import (
+	"slices"
+
 	"github.com/godets/godets/etf"
 )
 
@@ -22,28 +24,23 @@ const (
 
 // expr is one compiled guard or body expression.
 type expr struct {
-	op   opcode
-	fn   fn
-	slot int
-	c    etf.Term
-	args []*expr
-	tail *expr // opList: the tail; nil means []
+	op    opcode
+	fn    fn
+	slot  int
+	c     etf.Term
+	args  []*expr
+	tail  *expr // opList: the tail; nil means []
+	order []int // opAll: the clause's slots in variable number order
 }
 
-// env is what one evaluation sees: the object and the clause's bindings.
-type env struct {
-	obj   etf.Term
-	vars  []etf.Term
-	order []int
-}
+// An evaluation sees the object and the clause's bindings (vars). They
+// are separate parameters rather than one struct so that escape analysis
+// keeps Run's binding array on the stack.
 
-// guard evaluates e as a guard: anything that raises makes ok false.
-func (e *env) guard(x *expr) (etf.Term, bool) { return e.eval(x, false) }
-
-// body evaluates e as a body expression: a call that raises is 'EXIT' in
+// body evaluates x as a body expression: a call that raises is 'EXIT' in
 // its place, and evaluation goes on, as ets and dets do.
-func (e *env) body(x *expr) etf.Term {
-	v, ok := e.eval(x, true)
+func body(x *expr, obj etf.Term, vars []etf.Term) etf.Term {
+	v, ok := eval(x, obj, vars, true)
 	if !ok {
 		return termExit
 	}
@@ -52,24 +49,24 @@ func (e *env) body(x *expr) etf.Term {
 
 // eval evaluates x. With catch set, a failing call yields 'EXIT' instead of
 // failing, so ok is false only without catch.
-func (e *env) eval(x *expr, catch bool) (etf.Term, bool) {
+func eval(x *expr, obj etf.Term, vars []etf.Term, catch bool) (etf.Term, bool) {
 	switch x.op {
 	case opConst:
 		return x.c, true
 	case opVar:
-		return e.vars[x.slot], true
+		return vars[x.slot], true
 	case opObject:
-		return e.obj, true
+		return obj, true
 	case opAll:
-		l := make(etf.List, len(e.order))
-		for i, s := range e.order {
-			l[i] = e.vars[s]
+		l := make(etf.List, len(x.order))
+		for i, s := range x.order {
+			l[i] = vars[s]
 		}
 		return l, true
 	case opTuple:
 		t := make(etf.Tuple, len(x.args))
 		for i, a := range x.args {
-			v, ok := e.eval(a, catch)
+			v, ok := eval(a, obj, vars, catch)
 			if !ok {
 				return nil, false
 			}
@@ -77,17 +74,17 @@ func (e *env) eval(x *expr, catch bool) (etf.Term, bool) {
 		}
 		return t, true
 	case opList:
-		return e.list(x, catch)
+		return list(x, obj, vars, catch)
 	case opMap:
-		return e.mapExpr(x, catch)
+		return mapExpr(x, obj, vars, catch)
 	case opAndAlso, opOrElse:
-		v, ok := e.shortCircuit(x, catch)
+		v, ok := shortCircuit(x, obj, vars, catch)
 		if !ok && catch {
 			return termExit, true
 		}
 		return v, ok
 	case opCall:
-		v, ok := e.call(x, catch)
+		v, ok := call(x, obj, vars, catch)
 		if !ok && catch {
 			return termExit, true
 		}
@@ -96,10 +93,10 @@ func (e *env) eval(x *expr, catch bool) (etf.Term, bool) {
 	return nil, false
 }
 
-func (e *env) list(x *expr, catch bool) (etf.Term, bool) {
+func list(x *expr, obj etf.Term, vars []etf.Term, catch bool) (etf.Term, bool) {
 	elems := make([]etf.Term, len(x.args))
 	for i, a := range x.args {
-		v, ok := e.eval(a, catch)
+		v, ok := eval(a, obj, vars, catch)
 		if !ok {
 			return nil, false
 		}
@@ -108,50 +105,71 @@ func (e *env) list(x *expr, catch bool) (etf.Term, bool) {
 	if x.tail == nil {
 		return etf.List(elems), true
 	}
-	tail, ok := e.eval(x.tail, catch)
+	tail, ok := eval(x.tail, obj, vars, catch)
 	if !ok {
 		return nil, false
 	}
 	return etf.NewImproperList(tail, elems...), true
 }
 
-func (e *env) mapExpr(x *expr, catch bool) (etf.Term, bool) {
+func mapExpr(x *expr, obj etf.Term, vars []etf.Term, catch bool) (etf.Term, bool) {
 	n := len(x.args) / 2
 	m := make(etf.Map, 0, n)
 	for i := 0; i < n; i++ {
-		k, ok := e.eval(x.args[i], catch)
+		k, ok := eval(x.args[i], obj, vars, catch)
 		if !ok {
 			return nil, false
 		}
-		v, ok := e.eval(x.args[n+i], catch)
+		v, ok := eval(x.args[n+i], obj, vars, catch)
 		if !ok {
 			return nil, false
 		}
-		dup := false
-		for j := range m {
-			if etf.Equal(m[j].Key, k) {
-				m[j].Value, dup = v, true // a later key wins, as in Erlang
-				break
+		m = append(m, etf.Pair{Key: k, Value: v})
+	}
+	return dedupeKeys(m), true
+}
+
+// dedupeKeys keeps, of pairs whose keys are =:=, the one listed last (the
+// pairs are in OTP's construction order), in O(n log n) for large maps.
+func dedupeKeys(m etf.Map) etf.Map {
+	if len(m) <= 8 {
+		out := m[:0]
+		for _, p := range m {
+			dup := false
+			for j := range out {
+				if etf.Equal(out[j].Key, p.Key) {
+					out[j].Value, dup = p.Value, true
+					break
+				}
+			}
+			if !dup {
+				out = append(out, p)
 			}
 		}
-		if !dup {
-			m = append(m, etf.Pair{Key: k, Value: v})
-		}
+		return out
 	}
-	return m, true
+	slices.SortStableFunc(m, func(a, b etf.Pair) int { return etf.CompareExact(a.Key, b.Key) })
+	out := m[:0]
+	for i, p := range m {
+		if i+1 < len(m) && etf.Equal(m[i+1].Key, p.Key) {
+			continue // a later pair with this key wins
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // shortCircuit evaluates andalso/orelse over any number of arguments:
 // every argument but the last must be a boolean; the last is returned as
 // it is when the others did not decide.
-func (e *env) shortCircuit(x *expr, catch bool) (etf.Term, bool) {
+func shortCircuit(x *expr, obj etf.Term, vars []etf.Term, catch bool) (etf.Term, bool) {
 	decide := etf.False
 	if x.op == opOrElse {
 		decide = etf.True
 	}
 	last := len(x.args) - 1
 	for i, a := range x.args {
-		v, ok := e.eval(a, catch)
+		v, ok := eval(a, obj, vars, catch)
 		if !ok {
 			return nil, false
 		}
@@ -191,13 +209,16 @@ func boolTerm(b bool) etf.Term {
 }
 
 // call evaluates the arguments and applies the function.
-func (e *env) call(x *expr, catch bool) (etf.Term, bool) {
+func call(x *expr, obj etf.Term, vars []etf.Term, catch bool) (etf.Term, bool) {
 	if x.fn == fnAnd || x.fn == fnOr {
-		return e.andOr(x, catch)
+		return andOr(x, obj, vars, catch)
+	}
+	if isComparison(x.fn) && (isBinaryPart(x.args[0]) || isBinaryPart(x.args[1])) {
+		return compareBinaryPart(x, obj, vars, catch)
 	}
 	var a [3]etf.Term
 	for i, arg := range x.args {
-		v, ok := e.eval(arg, catch)
+		v, ok := eval(arg, obj, vars, catch)
 		if !ok {
 			return nil, false
 		}
@@ -207,10 +228,10 @@ func (e *env) call(x *expr, catch bool) (etf.Term, bool) {
 }
 
 // andOr is the strict 'and'/'or': every argument must be a boolean.
-func (e *env) andOr(x *expr, catch bool) (etf.Term, bool) {
+func andOr(x *expr, obj etf.Term, vars []etf.Term, catch bool) (etf.Term, bool) {
 	acc := x.fn == fnAnd
 	for _, arg := range x.args {
-		v, ok := e.eval(arg, catch)
+		v, ok := eval(arg, obj, vars, catch)
 		if !ok {
 			return nil, false
 		}

@@ -155,9 +155,9 @@ func apply(f fn, a, b, c etf.Term) (etf.Term, bool) {
 	case fnIsInteger:
 		return boolTerm(isInteger(a)), true
 	case fnIsNumber:
-		return boolTerm(a.Type() == etf.TypeNumber), true
+		return boolTerm(typeOf(a) == etf.TypeNumber), true
 	case fnIsList:
-		t := a.Type()
+		t := typeOf(a)
 		return boolTerm(t == etf.TypeList || t == etf.TypeNil), true
 	case fnIsTuple:
 		_, ok := a.(etf.Tuple)
@@ -234,7 +234,7 @@ func apply(f fn, a, b, c etf.Term) (etf.Term, bool) {
 		case etf.Binary:
 			return etf.Int(len(v)), true
 		case etf.Bitstring:
-			return etf.Int(len(v.Bytes) - 1), true
+			return etf.Int(max(len(v.Bytes)-1, 0)), true
 		}
 		return nil, false
 	case fnByteSize:
@@ -250,7 +250,7 @@ func apply(f fn, a, b, c etf.Term) (etf.Term, bool) {
 		case etf.Binary:
 			return etf.NewInt(8 * int64(len(v))), true
 		case etf.Bitstring:
-			return etf.NewInt(8*int64(len(v.Bytes)-1) + int64(v.Bits)), true
+			return etf.NewInt(8*int64(max(len(v.Bytes)-1, 0)) + int64(v.Bits)), true
 		}
 		return nil, false
 	case fnBinaryPart3:
@@ -265,10 +265,21 @@ func apply(f fn, a, b, c etf.Term) (etf.Term, bool) {
 	return arith(f, a, b)
 }
 
+// typeOf is t.Type(), with 0 for a nil term (hand-built objects may hold
+// one), so that no function panics on it.
+func typeOf(t etf.Term) etf.Type {
+	if t == nil {
+		return 0
+	}
+	return t.Type()
+}
+
 func isInteger(t etf.Term) bool {
-	switch t.(type) {
-	case etf.Int, *etf.BigInt:
+	switch v := t.(type) {
+	case etf.Int:
 		return true
+	case *etf.BigInt:
+		return v != nil
 	}
 	return false
 }
@@ -321,6 +332,14 @@ func tl(t etf.Term) (etf.Term, bool) {
 // binaryPart is binary_part/3 over the whole bytes of a binary or bit
 // string; a negative length counts back from start.
 func binaryPart(bin, start, length etf.Term) (etf.Term, bool) {
+	b, ok := binaryPartOf(bin, start, length)
+	if !ok {
+		return nil, false
+	}
+	return etf.Binary(b), true
+}
+
+func binaryPartOf(bin, start, length etf.Term) ([]byte, bool) {
 	var b []byte
 	switch v := bin.(type) {
 	case etf.Binary:
@@ -345,5 +364,5 @@ func binaryPart(bin, start, length etf.Term) (etf.Term, bool) {
 	if from < 0 || n < 0 || from > int64(len(b)) || n > int64(len(b))-from {
 		return nil, false
 	}
-	return etf.Binary(b[from : from+n]), true
+	return b[from : from+n : from+n], true
 }

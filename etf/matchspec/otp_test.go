@@ -6,6 +6,7 @@ import (
 	"flag"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -146,4 +147,98 @@ func sameEncoding(a, b etf.Term) bool {
 	x, err1 := etf.Encode(a)
 	y, err2 := etf.Encode(b)
 	return errors.Join(err1, err2) == nil && bytes.Equal(x, y)
+}
+
+// detsSelect runs every spec with dets:select/2 on one duplicate_bag
+// holding all objects: badarg for a refused spec, else the result list.
+const detsSelect = `
+[SB, OB, PB] = In,
+Specs = binary_to_term(SB),
+{ok, T} = dets:open_file(msdiff, [{file, binary_to_list(PB)}, {type, duplicate_bag}]),
+ok = dets:insert(T, binary_to_term(OB)),
+R = [try dets:select(T, S) catch error:badarg -> badarg end || S <- Specs],
+ok = dets:close(T),
+[term_to_binary(R)]
+`
+
+// TestBoundKeysOTP: BoundKeys decides lookups as dets does. For random
+// specs, OTP's dets:select/2 on a table must return what Go gets by
+// looking up BoundKeys (=:= on the key) or scanning, and running the spec:
+// the same multiset. Where dets's choice loses objects (keys 1 and 1.0),
+// so must ours. Seeded as TestDifferentialOTP.
+func TestBoundKeysOTP(t *testing.T) {
+	erl := otptest.Erl(t)
+	seed := testSeed(t)
+	g := msgen.New(seed)
+	g.InvalidRate = 0.02
+	objs := g.Objects(300)
+	specs := make(etf.List, 800)
+	for i := range specs {
+		specs[i] = g.Spec(objs)
+	}
+	sb, _ := etf.Encode(specs)
+	ob, _ := etf.Encode(etf.List(objs))
+	out := erl.Eval(t, detsSelect, sb, ob, []byte(t.TempDir()+"/ms.dets"))
+	res, err := etf.Decode(out[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := res.(etf.List)
+	var bound, failures int
+	for i, st := range specs {
+		want := results[i]
+		s, err := Compile(st)
+		if a, ok := want.(etf.Atom); ok && a == "badarg" {
+			if err == nil {
+				failures++
+				t.Errorf("spec %d %s: dets refuses it, Compile accepts it", i, etf.Format(st))
+			}
+			continue
+		}
+		if err != nil {
+			failures++
+			t.Errorf("spec %d %s: dets runs it, Compile says %v", i, etf.Format(st), err)
+			continue
+		}
+		keys, isBound := s.BoundKeys(1)
+		if isBound {
+			bound++
+		}
+		var got etf.List
+		for _, o := range objs {
+			if isBound && !slices.ContainsFunc(keys, func(k etf.Term) bool { return etf.Equal(k, o.(etf.Tuple)[0]) }) {
+				continue
+			}
+			if r, ok := s.Run(o); ok {
+				got = append(got, r)
+			}
+		}
+		if !sameMultiset(got, want.(etf.List)) {
+			failures++
+			t.Errorf("spec %d %s (bound keys %v %v): got %d results, dets %d", i, etf.Format(st), keys, isBound, len(got), len(want.(etf.List)))
+		}
+		if failures > 10 {
+			t.Fatalf("too many disagreements (seed %d)", seed)
+		}
+	}
+	t.Logf("%d specs, %d with bound keys", len(specs), bound)
+	if bound < len(specs)/10 {
+		t.Errorf("weak coverage: only %d specs with bound keys (seed %d)", bound, seed)
+	}
+}
+
+func sameMultiset(a, b etf.List) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	enc := func(l etf.List) []string {
+		out := make([]string, len(l))
+		for i, t := range l {
+			b, _ := etf.Encode(t)
+			out[i] = string(b)
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(enc(a), enc(b))
 }

@@ -98,7 +98,7 @@ func matchConst(c, t etf.Term) bool {
 		b, ok := t.(etf.Binary)
 		return ok && bytes.Equal(cb, b)
 	}
-	if c.Type() != t.Type() {
+	if typeOf(c) != typeOf(t) {
 		return false
 	}
 	return etf.Equal(c, t)
@@ -148,31 +148,3 @@ func (p *pattern) matchList(t etf.Term, vars []etf.Term) bool {
 	}
 	return p.tail.match(r, vars)
 }
-
-// ground reports whether the pattern matches exactly one term: it has no
-// variable, no '_' and no map (a map pattern matches larger maps too).
-func (p *pattern) ground() bool {
-	switch p.kind {
-	case patAny, patBind, patSame, patMap:
-		return false
-	case patTuple:
-		for i := range p.elems {
-			if !p.elems[i].ground() {
-				return false
-			}
-		}
-	case patList:
-		for i := range p.elems {
-			if !p.elems[i].ground() {
-				return false
-			}
-		}
-		if p.tail != nil && !p.tail.ground() {
-			return false
-		}
-	}
-	return true
-}
-
-// literal returns the term a ground pattern matches.
-func (p *pattern) literal() etf.Term { return p.lit }

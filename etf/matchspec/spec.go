@@ -1,6 +1,8 @@
 package matchspec
 
 import (
+	"slices"
+
 	"github.com/godets/godets/etf"
 )
 
@@ -31,7 +33,6 @@ type Spec struct {
 type clause struct {
 	head   pattern
 	slots  int     // distinct variables bound by head
-	order  []int   // slots in variable number order, for '$$'
 	guards []*expr // each must evaluate to true
 	body   *expr   // the last body expression: its value is the result
 }
@@ -53,7 +54,8 @@ const inlineSlots = 16
 // which is what OTP's select returns for the object. A body expression that
 // raises in OTP evaluates to the atom 'EXIT' at the call that raised, as in
 // ets and dets. Run never panics and does not allocate when no clause's head
-// matches.
+// matches. The result may share memory with obj and with the spec's
+// constants: callers must not modify it.
 func (s *Spec) Run(obj etf.Term) (result etf.Term, ok bool) {
 	if s == nil || obj == nil {
 		return nil, false
@@ -74,8 +76,7 @@ func (s *Spec) Run(obj etf.Term) (result etf.Term, ok bool) {
 		if !guardsHold(c, obj, v) {
 			continue
 		}
-		e := env{obj: obj, vars: v, order: c.order}
-		return e.body(c.body), true
+		return body(c.body, obj, v), true
 	}
 	return nil, false
 }
@@ -86,9 +87,8 @@ func guardsHold(c *clause, obj etf.Term, vars []etf.Term) bool {
 	if len(c.guards) == 0 {
 		return true
 	}
-	e := env{obj: obj, vars: vars, order: c.order}
 	for _, g := range c.guards {
-		v, ok := e.guard(g)
+		v, ok := eval(g, obj, vars, false)
 		if !ok {
 			return false
 		}
@@ -99,53 +99,96 @@ func guardsHold(c *clause, obj etf.Term, vars []etf.Term) bool {
 	return true
 }
 
-// BoundKeys reports the keys a table needs to read when every clause that
-// can match a table object (a tuple of at least keyPos elements) has a
-// ground key at keyPos (1-based): no variable, no '_' and no map pattern in
-// it. The keys are distinct; a table reads only their slots and still runs
-// the spec on what it finds there. ok is false when some clause could match
-// an object of any key.
+// BoundKeys reports the keys a table reads instead of scanning, decided
+// exactly as OTP's dets does (dets:find_all_keys/3), because the choice
+// changes results:
+//
+//   - every clause head must be a tuple, or the table scans; a tuple
+//     smaller than keyPos (1-based) is skipped, as it never matches;
+//   - element keyPos must hold no variable: no '_' and no atom '$' followed
+//     by what list_to_integer/1 reads ('$01' and '$-1' count, although
+//     heads treat them as plain atoms), looking into tuples and lists but
+//     not into maps, so a map there is a literal key to look up;
+//   - keys that are == are one key, the one of the later clause, as
+//     lists:usort/1 keeps it, so [{{1,'_'},[],['$_']},{{1.0,'_'},[],['$_']}]
+//     reads only key 1.0 and never returns the objects of key 1.
+//
+// The keys come in Erlang term order. The table looks each one up (=:=, as
+// a lookup does) and runs the spec on what it finds. ok is false when the
+// table must scan.
 func (s *Spec) BoundKeys(keyPos int) (keys []etf.Term, ok bool) {
 	if s == nil || keyPos < 1 {
 		return nil, false
 	}
-	var seen [][]byte
-	for i := range s.clauses {
-		h := &s.clauses[i].head
-		switch h.kind {
-		case patAny, patBind, patSame:
+	for i := len(s.clauses) - 1; i >= 0; i-- {
+		head, isTuple := s.clauses[i].head.lit.(etf.Tuple)
+		if !isTuple {
 			return nil, false
-		case patTuple:
-		default:
-			continue // a non-tuple head never matches a table object
 		}
-		if len(h.elems) < keyPos {
+		if len(head) < keyPos {
 			continue
 		}
-		k := &h.elems[keyPos-1]
-		if !k.ground() {
+		if containsVariable(head[keyPos-1], 0) {
 			return nil, false
 		}
-		key := k.literal()
-		// Dedupe by encoding: -0.0 and 0.0 are Equal but are different
-		// keys to a table that hashes their encodings.
-		b, err := etf.Encode(key)
-		if err != nil {
-			return nil, false
-		}
-		dup := false
-		for _, o := range seen {
-			if string(o) == string(b) {
-				dup = true
-				break
+		keys = append(keys, head[keyPos-1])
+	}
+	if len(keys) == 0 {
+		return nil, false
+	}
+	slices.SortStableFunc(keys, etf.Compare)
+	return slices.CompactFunc(keys, func(a, b etf.Term) bool { return etf.Compare(a, b) == 0 }), true
+}
+
+// containsVariable is dets's test for a key that is not bound.
+func containsVariable(t etf.Term, depth int) bool {
+	if depth > maxDepth {
+		return true
+	}
+	switch v := t.(type) {
+	case etf.Atom:
+		return v == "_" || (len(v) > 1 && v[0] == '$' && readsAsInteger(string(v[1:])))
+	case etf.Tuple:
+		for _, e := range v {
+			if containsVariable(e, depth+1) {
+				return true
 			}
 		}
-		if !dup {
-			seen = append(seen, b)
-			keys = append(keys, key)
+	case etf.List:
+		for _, e := range v {
+			if containsVariable(e, depth+1) {
+				return true
+			}
+		}
+	case *etf.ImproperList:
+		if v == nil {
+			return false
+		}
+		for _, e := range v.Elems {
+			if containsVariable(e, depth+1) {
+				return true
+			}
+		}
+		return containsVariable(v.Tail, depth+1)
+	}
+	return false
+}
+
+// readsAsInteger reports whether list_to_integer/1 accepts s: an optional
+// sign and one or more decimal digits.
+func readsAsInteger(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
 		}
 	}
-	return keys, true
+	return true
 }
 
 // MatchSpec compiles the specification OTP builds for a pattern query:

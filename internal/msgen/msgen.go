@@ -9,8 +9,10 @@
 // on every form etf/matchspec supports, including calls that raise, and a
 // share of the specifications are made invalid on purpose.
 //
-// Integers stay far below matchspec.MaxIntBits and no form needs an Erlang
-// node (self, node), so OTP and matchspec must agree on every result.
+// Integers stay far below matchspec.MaxIntBits, no form needs an Erlang
+// node (self, node), and map keys in guards and bodies never raise (two
+// 'EXIT' keys crash OTP 25.2's VM), so OTP and matchspec must agree on
+// every result.
 package msgen
 
 import (
@@ -52,6 +54,16 @@ func New(seed uint64) *Gen {
 		}
 		seen[string(b)] = true
 		g.Keys = append(g.Keys, k)
+	}
+	// Keys on which dets's choice of lookups changes results: 1 and 1.0
+	// are one key to it (lists:usort), and a map in a head is looked up
+	// as a literal key, not matched as a pattern.
+	for _, k := range []etf.Term{etf.Int(1), etf.Float(1), etf.Map{{Key: etf.Atom("a"), Value: etf.Int(1)}},
+		etf.Map{{Key: etf.Atom("a"), Value: etf.Int(1)}, {Key: etf.Atom("b"), Value: etf.Int(2)}}} {
+		if b, _ := etf.Encode(k); !seen[string(b)] {
+			seen[string(b)] = true
+			g.Keys = append(g.Keys, k)
+		}
 	}
 	return g
 }
@@ -122,8 +134,31 @@ func (g *Gen) scalar() etf.Term {
 	case 10:
 		return etf.Bitstring{Bytes: []byte{byte(g.r.IntN(256)), byte(g.r.IntN(8)) << 5}, Bits: 3}
 	default:
+		if g.r.IntN(3) == 0 {
+			return g.opaque()
+		}
 		return etf.Int(255 + g.r.IntN(3)) // around the small-integer boundary
 	}
+}
+
+// opaque returns a pid, port or reference of node nonode@nohost.
+func (g *Gen) opaque() etf.Term {
+	node := append([]byte{100, 0, 13}, "nonode@nohost"...) // ATOM_EXT, as OTP 25 writes it
+	id := func() []byte { v := g.r.Uint32() & 0x7fff; return []byte{0, 0, byte(v >> 8), byte(v)} }
+	var raw []byte
+	switch g.r.IntN(3) {
+	case 0: // NEW_PID_EXT: node, id, serial, creation
+		raw = append(append([]byte{88}, node...), id()...)
+		raw = append(append(raw, 0, 0, 0, byte(g.r.IntN(3))), 0, 0, 0, 0)
+	case 1: // NEW_PORT_EXT: node, id, creation
+		raw = append(append(append([]byte{89}, node...), id()...), 0, 0, 0, 0)
+	default: // NEWER_REFERENCE_EXT: 3 words, node, creation, ids
+		raw = append(append([]byte{90, 0, 3}, node...), 0, 0, 0, 0)
+		for range 3 {
+			raw = append(raw, id()...)
+		}
+	}
+	return &etf.Opaque{Raw: raw}
 }
 
 func (g *Gen) bignum() etf.Term {

@@ -141,6 +141,9 @@ func (g *Gen) Spec(samples []etf.Term) etf.Term {
 	ms := make(etf.List, n)
 	for i := range ms {
 		ms[i] = g.clause(samples, nil)
+		if i > 0 && g.r.IntN(3) == 0 {
+			ms[i] = g.twinClause(ms[i-1], samples)
+		}
 	}
 	if g.r.Float64() < g.InvalidRate {
 		return g.Invalid(ms)
@@ -180,6 +183,31 @@ func (g *Gen) DeleteSpec(samples []etf.Term) etf.Term {
 		ms[i] = g.clause(samples, body)
 	}
 	return ms
+}
+
+// twinClause returns a clause from a sample whose key is == but not =:=
+// to the key of prev's head, when prev has a tuple head with a literal key
+// and some sample has such a key; else a plain clause.
+func (g *Gen) twinClause(prev etf.Term, samples []etf.Term) etf.Tuple {
+	c, _ := prev.(etf.Tuple)
+	if len(c) == 3 {
+		if h, ok := c[0].(etf.Tuple); ok && len(h) >= g.KeyPos {
+			key := h[g.KeyPos-1]
+			for _, o := range samples {
+				if t, ok := o.(etf.Tuple); ok && len(t) >= g.KeyPos {
+					if k := t[g.KeyPos-1]; etf.Compare(k, key) == 0 && !etf.Equal(k, key) {
+						head, ok := g.head(o, &scope{sample: o}, true).(etf.Tuple)
+						if ok && len(head) >= g.KeyPos {
+							head = append(etf.Tuple(nil), head...)
+							head[g.KeyPos-1] = k
+							return etf.Tuple{head, etf.List{}, etf.List{etf.Atom("$_")}}
+						}
+					}
+				}
+			}
+		}
+	}
+	return g.clause(samples, nil)
 }
 
 func (g *Gen) clause(samples []etf.Term, body etf.List) etf.Tuple {
