@@ -3,7 +3,6 @@ package dets
 import (
 	"fmt"
 	"iter"
-	"slices"
 
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/etf/matchspec"
@@ -13,7 +12,7 @@ import (
 // match_object/2, select_delete/2, match_delete/2).
 //
 // A query reads its candidates in one of two ways, as OTP does. When every
-// clause head fixes the key (query.keys), only those keys are looked
+// clause head fixes the key (Spec.BoundKeys), only those keys are looked
 // up, each as Lookup reads it. Otherwise every object is read once, by the
 // traversal All uses, and the spec is run on each. Both ways go through
 // the table's public reads (Lookup, All) and DeleteObject, so queries
@@ -34,7 +33,7 @@ func (t *Table) Select(ms etf.Term) ([]etf.Term, error) {
 	if err != nil {
 		return nil, badSpec(err)
 	}
-	return t.collect(&query{s: s, from: fromTerm, term: ms})
+	return t.collect(s)
 }
 
 // SelectSeq is Select as an iterator, for a table too large to hold the
@@ -46,7 +45,7 @@ func (t *Table) SelectSeq(ms etf.Term) iter.Seq2[etf.Term, error] {
 	if err != nil {
 		return errorSeq(badSpec(err))
 	}
-	return t.results(&query{s: s, from: fromTerm, term: ms})
+	return t.results(s)
 }
 
 // Match returns, for every object that pattern matches, the list of the
@@ -77,7 +76,7 @@ func (t *Table) collectPattern(pattern etf.Term, r matchspec.Result) ([]etf.Term
 	if err != nil {
 		return nil, badSpec(err)
 	}
-	return t.collect(&query{s: s, from: fromPattern, term: pattern})
+	return t.collect(s)
 }
 
 func (t *Table) patternSeq(pattern etf.Term, r matchspec.Result) iter.Seq2[etf.Term, error] {
@@ -85,19 +84,16 @@ func (t *Table) patternSeq(pattern etf.Term, r matchspec.Result) iter.Seq2[etf.T
 	if err != nil {
 		return errorSeq(badSpec(err))
 	}
-	return t.results(&query{s: s, from: fromPattern, term: pattern})
+	return t.results(s)
 }
 
 // SelectSpec runs a compiled spec over the table, as SelectSeq does; a spec
-// compiled once serves many queries. The keys it reads are those
-// Spec.BoundKeys gives, which differ from OTP's choice only for specs that
-// look up keys == but not =:= to each other, or map keys with variables
-// (see query.keys).
+// compiled once serves many queries.
 func (t *Table) SelectSpec(s *matchspec.Spec) iter.Seq2[etf.Term, error] {
 	if s == nil {
 		return errorSeq(fmt.Errorf("%w: nil match spec", ErrBadArgument))
 	}
-	return t.results(&query{s: s, from: fromSpec})
+	return t.results(s)
 }
 
 // SelectDelete deletes every object for which ms returns true (any other
@@ -120,7 +116,7 @@ func (t *Table) SelectDelete(ms etf.Term) (int, error) {
 	if err != nil {
 		return 0, badSpec(err)
 	}
-	return t.deleteWhere(&query{s: s, from: fromTerm, term: ms})
+	return t.deleteWhere(s)
 }
 
 // MatchDelete deletes every object that pattern matches
@@ -136,136 +132,28 @@ func (t *Table) MatchDelete(pattern etf.Term) (int, error) {
 	if err != nil {
 		return 0, badSpec(err)
 	}
-	return t.deleteWhere(&query{s: s, from: fromPattern, term: pattern})
+	return t.deleteWhere(s)
 }
 
-// query is a compiled spec and what decides the keys it looks up.
-type query struct {
-	s    *matchspec.Spec
-	from uint8    // fromTerm, fromPattern or fromSpec
-	term etf.Term // the spec or the pattern as written
-	one  [1]etf.Term
-}
-
-const (
-	fromTerm    = iota // term is the spec
-	fromPattern        // term is the head of the one clause
-	fromSpec           // only s is known
-)
-
-// keys chooses the keys a query looks up, given the table's key position;
-// bound is false when it has to read every object. For a spec or pattern
-// as written it decides as dets does (find_all_keys in dets.erl): when the
-// head of every clause is a tuple whose key element, if it has one,
-// contains no '_' and no variable, it looks up those keys. Like dets, it
-// does not look for variables inside maps, so a map key with a variable in
-// it is looked up as it is written. The keys come in clause order.
-func (q *query) keys(keyPos int) (keys []etf.Term, bound bool) {
-	switch q.from {
-	case fromSpec:
-		return q.s.BoundKeys(keyPos)
-	case fromPattern:
-		k, use := headKey(q.term, keyPos)
-		if use != keyBound {
-			return nil, false
-		}
-		q.one[0] = k
-		return q.one[:], true
-	}
-	clauses, ok := q.term.(etf.List)
-	if !ok {
-		return nil, false
-	}
-	for _, c := range clauses {
-		cl, ok := c.(etf.Tuple)
-		if !ok || len(cl) != 3 {
-			return nil, false
-		}
-		switch k, use := headKey(cl[0], keyPos); use {
-		case keyBound:
-			keys = append(keys, k)
-		case keyAny:
-			return nil, false
-		}
-	}
-	return keys, len(keys) > 0
-}
-
-const (
-	keyBound = iota // the head fixes the key
-	keyAny          // the head may match any key
-	keyNone         // the head cannot match an object of the table
-)
-
-// headKey says what a clause head fixes of the key at keyPos.
-func headKey(head etf.Term, keyPos int) (etf.Term, int) {
-	h, ok := head.(etf.Tuple)
-	switch {
-	case !ok:
-		return nil, keyAny
-	case len(h) < keyPos:
-		return nil, keyNone
-	case hasVariable(h[keyPos-1]):
-		return nil, keyAny
-	}
-	return h[keyPos-1], keyBound
-}
-
-// hasVariable reports whether t holds '_' or a variable '$N' outside maps,
-// where N is what list_to_integer/1 reads (a sign is allowed), as dets'
-// contains_variable/1 decides it.
-func hasVariable(t etf.Term) bool {
-	switch v := t.(type) {
-	case etf.Atom:
-		if v == "_" {
-			return true
-		}
-		if len(v) < 2 || v[0] != '$' {
-			return false
-		}
-		n := v[1:]
-		if n[0] == '-' || n[0] == '+' {
-			n = n[1:]
-		}
-		if len(n) == 0 {
-			return false
-		}
-		for _, c := range []byte(n) {
-			if c < '0' || c > '9' {
-				return false
-			}
-		}
-		return true
-	case etf.Tuple:
-		return slices.ContainsFunc(v, hasVariable)
-	case etf.List:
-		return slices.ContainsFunc(v, hasVariable)
-	case *etf.ImproperList:
-		return slices.ContainsFunc(v.Elems, hasVariable) || hasVariable(v.Tail)
-	}
-	return false
-}
-
-// queryKeys returns the keys t has to look up for q, in the order dets
-// looks them up, or bound false.
-func (t *Table) queryKeys(q *query) (keys []etf.Term, bound bool, err error) {
+// queryKeys returns the keys t has to look up for s, or bound false.
+// Spec.BoundKeys chooses them exactly as dets:select does (no look into
+// maps; keys == to each other count once, the later clause's), because
+// the choice changes results.
+func (t *Table) queryKeys(s *matchspec.Spec) (keys []etf.Term, bound bool, err error) {
 	if err := t.begin(false); err != nil {
 		return nil, false, err
 	}
 	keyPos := t.keyPos
 	t.mu.Unlock()
-	keys, bound = q.keys(keyPos)
-	if bound && len(keys) > 1 {
-		keys = lookupKeys(keys)
-	}
+	keys, bound = s.BoundKeys(keyPos)
 	return keys, bound, nil
 }
 
-// collect returns q's results. It is the iterator of results written out,
+// collect returns the results of s. It is the iterator of results written out,
 // which saves a bound-key query (a Lookup's worth of work) the
 // iterators' allocations.
-func (t *Table) collect(q *query) ([]etf.Term, error) {
-	keys, bound, err := t.queryKeys(q)
+func (t *Table) collect(s *matchspec.Spec) ([]etf.Term, error) {
+	keys, bound, err := t.queryKeys(s)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +165,7 @@ func (t *Table) collect(q *query) ([]etf.Term, error) {
 				return nil, err
 			}
 			for _, o := range objs {
-				if res, ok := q.s.Run(o); ok {
+				if res, ok := s.Run(o); ok {
 					out = append(out, res)
 				}
 			}
@@ -288,32 +176,32 @@ func (t *Table) collect(q *query) ([]etf.Term, error) {
 		if err != nil {
 			return nil, err
 		}
-		if res, ok := q.s.Run(o); ok {
+		if res, ok := s.Run(o); ok {
 			out = append(out, res)
 		}
 	}
 	return out, nil
 }
 
-// results yields q's results.
-func (t *Table) results(q *query) iter.Seq2[etf.Term, error] {
+// results yields the results of s.
+func (t *Table) results(s *matchspec.Spec) iter.Seq2[etf.Term, error] {
 	return func(yield func(etf.Term, error) bool) {
-		for obj, err := range t.candidates(q) {
+		for obj, err := range t.candidates(s) {
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			if res, ok := q.s.Run(obj); ok && !yield(res, nil) {
+			if res, ok := s.Run(obj); ok && !yield(res, nil) {
 				return
 			}
 		}
 	}
 }
 
-// candidates yields the objects q has to see: those of its bound keys, or
+// candidates yields the objects s has to see: those of its bound keys, or
 // every object.
-func (t *Table) candidates(q *query) iter.Seq2[etf.Term, error] {
-	keys, bound, err := t.queryKeys(q)
+func (t *Table) candidates(s *matchspec.Spec) iter.Seq2[etf.Term, error] {
+	keys, bound, err := t.queryKeys(s)
 	if err != nil {
 		return errorSeq(err)
 	}
@@ -336,27 +224,15 @@ func (t *Table) candidates(q *query) iter.Seq2[etf.Term, error] {
 	}
 }
 
-// lookupKeys returns the keys OTP looks up for a spec whose clause heads
-// fix keys (in clause order): it sorts them with lists:usort/1, which drops
-// every key == (not only =:=) to one before it, keeping the last clause's.
-// So a spec with clauses for the keys 1 and 1.0 looks up only one of them,
-// and finds only its objects, as dets does.
-func lookupKeys(keys []etf.Term) []etf.Term {
-	ks := slices.Clone(keys)
-	slices.Reverse(ks)
-	slices.SortStableFunc(ks, etf.Compare)
-	return slices.CompactFunc(ks, func(a, b etf.Term) bool { return etf.Compare(a, b) == 0 })
-}
-
 // deleteWhere deletes the candidates for which s returns true.
-func (t *Table) deleteWhere(q *query) (int, error) {
+func (t *Table) deleteWhere(s *matchspec.Spec) (int, error) {
 	n := 0
 	var last etf.Term // the last object deleted
-	for obj, err := range t.candidates(q) {
+	for obj, err := range t.candidates(s) {
 		if err != nil {
 			return n, err
 		}
-		res, ok := q.s.Run(obj)
+		res, ok := s.Run(obj)
 		if a, isAtom := res.(etf.Atom); !ok || !isAtom || a != etf.True {
 			continue
 		}
