@@ -16,6 +16,9 @@ import (
 var workDir string // shared by every benchmark; removed by TestMain
 
 func TestMain(m *testing.M) {
+	if os.Getenv(peerChildEnv) != "" { // a writer of the open-after-kill workload
+		os.Exit(peerWriterChild())
+	}
 	d, err := os.MkdirTemp("", "godets-bench-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

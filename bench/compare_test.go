@@ -102,12 +102,7 @@ func refRow(r row) row {
 // medians; the line under the table lists every round.
 func TestCompareEngine(t *testing.T) {
 	o := otpRunner(t)
-	rounds := 3
-	if v := os.Getenv("BENCH_ROUNDS"); v != "" {
-		if _, err := fmt.Sscan(v, &rounds); err != nil || rounds < 1 {
-			t.Fatalf("bench: bad BENCH_ROUNDS %q", v)
-		}
-	}
+	rounds := benchRounds(t)
 	ops := []string{"insert", "insert LikeOTP", "lookup", "scan", "open"}
 	for _, n := range sizes(t) {
 		goNs, otpNs, allocs := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
@@ -170,6 +165,17 @@ func TestCompareEngine(t *testing.T) {
 			report("  %-8s godets %s; OTP %s; ratio %s\n", op, nsList(goNs[op]), nsList(otpNs[op]), ratioList(otpNs[op], goNs[op]))
 		}
 	}
+}
+
+// benchRounds is the number of interleaved rounds: BENCH_ROUNDS or 3.
+func benchRounds(t *testing.T) int {
+	rounds := 3
+	if v := os.Getenv("BENCH_ROUNDS"); v != "" {
+		if _, err := fmt.Sscan(v, &rounds); err != nil || rounds < 1 {
+			t.Fatalf("bench: bad BENCH_ROUNDS %q", v)
+		}
+	}
+	return rounds
 }
 
 func nsList(v []float64) string {

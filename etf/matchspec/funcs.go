@@ -289,22 +289,25 @@ func isOpaque(t etf.Term, want etf.Type) bool {
 	return ok && o != nil && o.Type() == want
 }
 
-// isRecord is is_record/3: the name must be an atom and the size an
-// integer, or it raises.
+// Erlang's small integers on 64-bit hosts: 60 bits, sign included.
+const (
+	minSmall = -1 << 59
+	maxSmall = 1<<59 - 1
+)
+
+// isRecord is is_record/3: the name must be an atom and the size a small
+// integer (a bignum size raises, as in OTP), or it raises.
 func isRecord(t, name, size etf.Term) (etf.Term, bool) {
 	n, ok := name.(etf.Atom)
 	if !ok {
 		return nil, false
 	}
-	if !isInteger(size) {
+	sz, small := size.(etf.Int)
+	if !small || sz < minSmall || sz > maxSmall {
 		return nil, false
 	}
 	tup, ok := t.(etf.Tuple)
-	if !ok || len(tup) == 0 {
-		return termFalse, true
-	}
-	sz, small := size.(etf.Int)
-	if !small || int64(len(tup)) != int64(sz) {
+	if !ok || len(tup) == 0 || int64(len(tup)) != int64(sz) {
 		return termFalse, true
 	}
 	first, ok := tup[0].(etf.Atom)

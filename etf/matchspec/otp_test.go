@@ -242,3 +242,94 @@ func sameMultiset(a, b etf.List) bool {
 	}
 	return slices.Equal(enc(a), enc(b))
 }
+
+// edgeSpecs are hand-picked corners, each run on edgeObjects in OTP and
+// in Go by TestEdgeCasesOTP.
+var edgeSpecs = []string{
+	`[{'_',[],[{is_record,{{}},a,0}]}]`,
+	`[{'_',[],[{is_record,{{a}},a,-1}]}]`,
+	`[{'_',[],[{is_record,{{a}},a,100000000000000000000}]}]`,
+	`[{'_',[],[{is_record,{{a}},a,576460752303423487}]}]`,
+	`[{'_',[],[{is_record,{{a}},a,576460752303423488}]}]`,
+	`[{'_',[],[{is_record,{{a}},a,-576460752303423489}]}]`,
+	`[{'_',[],[{binary_part,<<"abc">>,100000000000000000000,1}]}]`,
+	`[{'_',[],[{binary_part,<<"abc">>,3,-3}]}]`,
+	`[{'_',[],[{element,0,{{a}}}]}]`,
+	`[{'_',[],[{tl,[a]}]}]`,
+	`[{'_',[],[{tl,{const,[a|b]}}]}]`,
+	`[{'_',[],[{length,{const,[a|b]}}]}]`,
+	`[{'_',[],[{map_get,a,[]}]}]`,
+	`[{'_',[],[{'bsl',-1,64}]}]`,
+	`[{'_',[],[{'bsr',-1,100000000000000000000}]}]`,
+	`[{'_',[],[{'bsl',-5,-100000000000000000000}]}]`,
+	`[{'_',[],[{'div',-9223372036854775808,-1}]}]`,
+	`[{'_',[],[{'rem',-9223372036854775808,-1}]}]`,
+	`[{'_',[],[{'*',-9223372036854775808,-1}]}]`,
+	`[{'_',[],[{'abs',-9223372036854775808}]}]`,
+	`[{'_',[],[{'bnot',-9223372036854775808}]}]`,
+	`[{'_',[],[{'trunc',-0.5}]}]`,
+	`[{'_',[],[{'round',4503599627370495.5}]}]`,
+	`[{'_',[],[{'float',9007199254740993}]}]`,
+	`[{'_',[],[{'/',9007199254740993,1}]}]`,
+	`[{'_',[],[{'+',0.0,-0.0}]}]`,
+	`[{'_',[],[{'-',0.0}]}]`,
+	`[{'_',[],[{'==',{const,{1,a}},{{1.0,a}}}]}]`,
+	`[{'_',[],[{'=:=',{const,{1,a}},{{1.0,a}}}]}]`,
+	`[{'_',[],[{'<',{const,#{a => 1}},{const,#{a => 1.0}}}]}]`,
+	`[{'_',[],[{'==',{const,#{a => 1}},{const,#{a => 1.0}}}]}]`,
+	`[{'_',[],[{'<',{const,#{1 => a}},{const,#{1.0 => a}}}]}]`,
+	`[{'_',[],[{'orelse',false,false}]}]`,
+	`[{'_',[],[{'andalso',true}]}]`,
+	`[{'_',[],[{'or',true}]}]`,
+	`[{'_',[],[{'xor',true,1}]}]`,
+	`[{'_',[],[{size,<<>>}]}]`,
+	`[{'_',[],[{bit_size,<<1:1>>}]}]`,
+	`[{{'$1',[]},[],['$$']}]`,
+	`[{{'_',['_'|'_']},[],['$_']}]`,
+	`[{{'_',#{}},[],[ok]}]`,
+	`[{{'$1','$1','$1'},[],['$1']}]`,
+}
+
+var edgeObjects = []string{`{a,[]}`, `{a,[b]}`, `{a,#{}}`, `{1,1.0,1}`, `{x,x,x}`, `x`}
+
+// TestEdgeCasesOTP: OTP and Go agree on edgeSpecs over edgeObjects,
+// byte for byte (a fixed list beside the random TestDifferentialOTP).
+func TestEdgeCasesOTP(t *testing.T) {
+	erl := otptest.Erl(t)
+	var specs, objs etf.List
+	for _, s := range edgeSpecs {
+		specs = append(specs, mustParse(t, s))
+	}
+	for _, s := range edgeObjects {
+		objs = append(objs, mustParse(t, s))
+	}
+	sb, _ := etf.Encode(specs)
+	ob, _ := etf.Encode(objs)
+	res, err := etf.Decode(erl.Eval(t, otpRunner, sb, ob)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range specs {
+		want := res.(etf.List)[i]
+		s, err := Compile(st)
+		if a, ok := want.(etf.Atom); ok && a == "badarg" {
+			if err == nil {
+				t.Errorf("%s: OTP refuses it, Compile accepts it", edgeSpecs[i])
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: OTP compiles it, Compile says %v", edgeSpecs[i], err)
+			continue
+		}
+		for j, o := range objs {
+			var mine etf.Term = etf.List{}
+			if got, ok := s.Run(o); ok {
+				mine = etf.List{got}
+			}
+			if w := want.(etf.List)[j]; !sameEncoding(mine, w) {
+				t.Errorf("%s on %s: got %s, OTP %s", edgeSpecs[i], edgeObjects[j], etf.Format(mine), etf.Format(w))
+			}
+		}
+	}
+}
