@@ -72,6 +72,11 @@ func (t *Table) MatchObjectSeq(pattern etf.Term) iter.Seq2[etf.Term, error] {
 }
 
 func (t *Table) collectPattern(pattern etf.Term, r matchspec.Result) ([]etf.Term, error) {
+	if r == matchspec.Object {
+		if objs, ok, err := t.keyObjects(pattern); ok {
+			return objs, err
+		}
+	}
 	s, err := matchspec.MatchSpec(pattern, r)
 	if err != nil {
 		return nil, badSpec(err)
@@ -133,6 +138,57 @@ func (t *Table) MatchDelete(pattern etf.Term) (int, error) {
 		return 0, badSpec(err)
 	}
 	return t.deleteWhere(s)
+}
+
+// keyObjects answers MatchObject for the commonest pattern, a key and '_'
+// elsewhere ({Key, '_', '_'}), without compiling it: the objects of the
+// key that have the pattern's arity are what the compiled pattern would
+// return. ok is false for any other pattern. Only keys whose literal
+// match is plain equality take this way: numbers, binaries and atoms
+// that are not '_' and do not start with '$'.
+func (t *Table) keyObjects(pattern etf.Term) (objs []etf.Term, ok bool, err error) {
+	p, isTuple := pattern.(etf.Tuple)
+	if !isTuple {
+		return nil, false, nil
+	}
+	if err := t.begin(false); err != nil {
+		return nil, true, err
+	}
+	keyPos := t.keyPos
+	t.mu.Unlock()
+	if len(p) < keyPos || !plainKey(p[keyPos-1]) {
+		return nil, false, nil
+	}
+	for i, e := range p {
+		if a, isAtom := e.(etf.Atom); i != keyPos-1 && (!isAtom || a != "_") {
+			return nil, false, nil
+		}
+	}
+	objs, err = t.Lookup(p[keyPos-1])
+	if err != nil {
+		return nil, true, err
+	}
+	kept := objs[:0]
+	for _, o := range objs {
+		if ot, _ := o.(etf.Tuple); len(ot) == len(p) {
+			kept = append(kept, o)
+		}
+	}
+	clear(objs[len(kept):])
+	if len(kept) == 0 {
+		return nil, true, nil
+	}
+	return kept, true, nil
+}
+
+func plainKey(k etf.Term) bool {
+	switch v := k.(type) {
+	case etf.Int, *etf.BigInt, etf.Float, etf.Binary:
+		return true
+	case etf.Atom:
+		return v != "_" && (len(v) == 0 || v[0] != '$')
+	}
+	return false
 }
 
 // queryKeys returns the keys t has to look up for s, or bound false.

@@ -338,7 +338,8 @@ func TestQueryBoundKeyAllocs(t *testing.T) {
 		must(t, tab.Insert(benchObj(i)))
 	}
 	var key etf.Term = benchKey(500)
-	var pattern etf.Term = tup(key, etf.Atom("_"))
+	// '$1' keeps the pattern off keyObjects' shortcut.
+	var pattern etf.Term = tup(key, etf.Atom("$1"))
 	compile := testing.AllocsPerRun(200, func() {
 		if _, err := matchspec.MatchSpec(pattern, matchspec.Object); err != nil {
 			t.Fatal(err)
@@ -367,8 +368,49 @@ func TestQueryBoundKeyAllocs(t *testing.T) {
 			t.Fatal(objs, err)
 		}
 	})
+	var plainPattern etf.Term = tup(key, etf.Atom("_"))
+	plain := testing.AllocsPerRun(200, func() {
+		if objs, err := tab.MatchObject(plainPattern); err != nil || len(objs) != 1 {
+			t.Fatal(objs, err)
+		}
+	})
+	if plain > lookup {
+		t.Errorf("MatchObject({Key, '_'}): %v allocations, Lookup %v; want no more", plain, lookup)
+	}
 	if extra := n - compile - keys - run - lookup; extra > 1 {
 		t.Errorf("MatchObject with a bound key: %v allocations, %v beyond compiling (%v), BoundKeys (%v), running (%v) and Lookup (%v); want <= 1",
 			n, extra, compile, keys, run, lookup)
+	}
+}
+
+// TestMatchObjectKeyShortcut: MatchObject's shortcut for {Key, '_', ...}
+// returns what the compiled pattern returns, for every kind, for keys of
+// each type it takes and for patterns it must leave to the compiler.
+func TestMatchObjectKeyShortcut(t *testing.T) {
+	keys := []etf.Term{etf.Int(1), etf.Float(1), etf.Float(0), etf.Float(-0.0 * -1), parseT(t, "123456789012345678901234567890"),
+		bin("k"), etf.Atom("a"), etf.Atom("$1"), etf.Atom("_"), tup(etf.Int(1)), etf.List{etf.Int(1)}}
+	for _, kind := range allKinds {
+		t.Run(kind.String(), func(t *testing.T) {
+			tab := openT(t, tmpFile(t, "short.dets"), Options{Kind: kind})
+			for i, k := range keys {
+				must(t, tab.Insert(tup(k, etf.Int(int64(i))), tup(k, etf.Int(int64(i)), etf.Atom("three")), tup(k, etf.Int(int64(i)))))
+			}
+			for _, k := range append(keys, etf.Atom("absent")) {
+				for _, p := range []etf.Term{tup(k, etf.Atom("_")), tup(k, etf.Atom("_"), etf.Atom("_")), tup(k), tup(k, etf.Atom("$1")), tup(k, etf.Int(0))} {
+					got, err := tab.MatchObject(p)
+					must(t, err)
+					s, err := matchspec.MatchSpec(p, matchspec.Object)
+					must(t, err)
+					var want []etf.Term
+					for o, err := range tab.SelectSpec(s) {
+						must(t, err)
+						want = append(want, o)
+					}
+					if d := diffTerms(sortTerms(got), sortTerms(want)); d != "" {
+						t.Errorf("MatchObject(%s): %v, the compiled pattern gives %v: %s", etf.Format(p), got, want, d)
+					}
+				}
+			}
+		})
 	}
 }
