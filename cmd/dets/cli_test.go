@@ -10,7 +10,7 @@ import (
 	"github.com/godets/godets/etf"
 )
 
-var allCommands = []string{"info", "check", "get", "keys", "stats", "repair", "dump", "load", "digest", "compact", "lock", "completion", "demo"}
+var allCommands = []string{"info", "check", "get", "keys", "stats", "repair", "dump", "select", "match", "load", "digest", "compact", "lock", "completion", "demo"}
 
 func TestHelp(t *testing.T) {
 	r := must(t, "help")

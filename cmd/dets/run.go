@@ -70,6 +70,8 @@ func init() {
 		statsCmd,
 		repairCmd,
 		dumpCmd,
+		selectCmd,
+		matchCmd,
 		loadCmd,
 		digestCmd,
 		compactCmd,
