@@ -1,5 +1,5 @@
-// Command dets inspects, checks, repairs, compacts, dumps, loads and
-// digests Erlang/OTP DETS tables, and lets other programs hold a table's
+// Command dets inspects, checks, repairs, compacts, dumps, queries, loads
+// and digests Erlang/OTP DETS tables, and lets other programs hold a table's
 // lock.
 //
 // Every subcommand works inside an exclusive session (package exclusive):
@@ -24,6 +24,8 @@
 //	dets lock    FILE -- CMD [ARGS...]
 //	dets completion bash|zsh
 //	dets dump    [--format erlang|json] FILE
+//	dets select  [--delete] [--count] [--format erlang|json] FILE MATCHSPEC
+//	dets match   [--object] [--count] [--format erlang|json] FILE PATTERN
 //	dets load    [--kind set|bag|duplicate_bag] [--keypos N] [--format otp9|native] [--syntax auto|erlang|json] FILE [INPUT]
 //	dets digest  FILE
 //	dets version [--json]   (or dets --version)
