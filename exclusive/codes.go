@@ -36,6 +36,9 @@ var detsCodes = [...]struct {
 	{dets.ErrClosed, "table_closed", "The table was used after it was closed."},
 	{dets.ErrBadObject, "bad_object", "An object is not a tuple long enough for the key position, or cannot be encoded."},
 	{dets.ErrNoSuchKey, "no_such_key", "No object has that key."},
+	{dets.ErrNoSuchSlot, "no_such_slot", "The table has no slot of that number."},
+	{dets.ErrImageTooShort, "image_too_short", "The file is too short to hold a DETS header."},
+	{dets.ErrCannotRedact, "cannot_redact", "An object of the table cannot be redacted (a compressed term); nothing was written."},
 	{dets.ErrBadArgument, "bad_argument", "An argument of a table operation is invalid."},
 }
 

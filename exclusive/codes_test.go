@@ -42,6 +42,9 @@ var detsSentinels = map[string]error{
 	"ErrBadObject":          dets.ErrBadObject,
 	"ErrBadArgument":        dets.ErrBadArgument,
 	"ErrNoSuchKey":          dets.ErrNoSuchKey,
+	"ErrNoSuchSlot":         dets.ErrNoSuchSlot,
+	"ErrImageTooShort":      dets.ErrImageTooShort,
+	"ErrCannotRedact":       dets.ErrCannotRedact,
 }
 
 // A new sentinel in package dets must be added to detsSentinels (and so

@@ -171,6 +171,9 @@
 //	table_closed            dets.ErrClosed
 //	bad_object              dets.ErrBadObject
 //	no_such_key             dets.ErrNoSuchKey
+//	no_such_slot            dets.ErrNoSuchSlot (inspecting a file)
+//	image_too_short         dets.ErrImageTooShort (inspecting a file)
+//	cannot_redact           dets.ErrCannotRedact (redacting a file)
 //	bad_argument            dets.ErrBadArgument
 //
 // Errors of other packages built on this one (kinds) carry their own code
