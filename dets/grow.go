@@ -92,7 +92,7 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		if e.size == 0 {
 			continue
 		}
-		gs, _, err := t.readRawInto(n+uint32(j), sc)
+		gs, _, err := t.readRawInto(n+uint64(j), sc)
 		if err != nil {
 			return err
 		}
@@ -127,7 +127,7 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		}
 		t.h.counters[counterIndex(size)]++
 		fresh.appendBucket(ptr, t.kind, move)
-		news[j] = slotEntry{uint32(size), uint32(ptr)}
+		news[j] = slotEntry{size, ptr}
 
 		// The kept keys move too (see writeGroups: no live bucket is
 		// rewritten in place).
@@ -138,7 +138,7 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		}
 		t.h.counters[counterIndex(size)]++
 		fresh.appendBucket(ptr, t.kind, keep)
-		olds[j] = slotEntry{uint32(size), uint32(ptr)}
+		olds[j] = slotEntry{size, ptr}
 		freed = append(freed, e)
 		oldChanged = true
 	}
@@ -154,7 +154,7 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		fresh.add(partAddr, part)
 		ptrOff = partTableOff + 4*int64(p)
 	} else {
-		ptrOff = int64(t.parts[seg/segsPerPart]) + 4*int64(seg%segsPerPart)
+		ptrOff = t.parts[seg/segsPerPart] + 4*int64(seg%segsPerPart)
 	}
 	if err := t.flush(fresh); err != nil {
 		return err
@@ -162,18 +162,18 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 	var b [4]byte
 	if partAddr >= 0 {
 		be.PutUint32(b[:], uint32(partAddr))
-		t.parts[seg/segsPerPart] = uint32(partAddr)
+		t.parts[seg/segsPerPart] = partAddr
 	} else {
 		be.PutUint32(b[:], uint32(segAddr))
 	}
 	if err := t.writeAt(b[:], ptrOff); err != nil {
 		return err
 	}
-	t.segs = append(t.segs, uint32(segAddr))
+	t.segs = append(t.segs, segAddr)
 	t.segCache = append(t.segCache, news)
 	if oldChanged {
 		var sb [segmentSize]byte
-		if err := t.writeAt(appendEntries(sb[:0], olds), int64(t.segs[oldSeg])); err != nil {
+		if err := t.writeAt(appendEntries(sb[:0], olds), t.segs[oldSeg]); err != nil {
 			return err
 		}
 	}
@@ -192,24 +192,24 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 }
 
 // groupHash returns the phash2 of g's key, from its encoding when it can.
-func groupHash(g *group, keyPos int) (uint32, error) {
+func groupHash(g *group, keyPos int) (uint64, error) {
 	if g.kenc != nil {
 		if h, ok := encodings.Phash2Body(g.kenc); ok {
-			return h, nil
+			return uint64(h), nil
 		}
 	}
 	k, err := g.keyTerm(keyPos)
 	if err != nil {
 		return 0, err
 	}
-	return hashTerm(k), nil
+	return uint64(hashTerm(k)), nil
 }
 
 // appendEntries appends the on-disk form of a segment's slot entries.
 func appendEntries(dst []byte, es *[slotsPerSeg]slotEntry) []byte {
 	for _, e := range es {
-		dst = be.AppendUint32(dst, e.size)
-		dst = be.AppendUint32(dst, e.ptr)
+		dst = be.AppendUint32(dst, uint32(e.size))
+		dst = be.AppendUint32(dst, uint32(e.ptr))
 	}
 	return dst
 }
@@ -283,4 +283,4 @@ func (t *Table) flush(w *writeBatch) error {
 }
 
 // keyHash returns the phash2 of a key.
-func keyHash(k etf.Term) uint32 { return hashTerm(k) }
+func keyHash(k etf.Term) uint64 { return uint64(hashTerm(k)) }

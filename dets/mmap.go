@@ -220,7 +220,7 @@ func (t *Table) touchBuckets(es []slotEntry) {
 	var s byte
 	mapCopyFunc(func() {
 		for _, e := range es {
-			s += touchLines(t.mm, int64(e.ptr), min(int64(e.ptr)+int64(e.size), end))
+			s += touchLines(t.mm, e.ptr, min(e.ptr+e.size, end))
 		}
 	})
 	t.touched += s

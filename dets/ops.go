@@ -1,6 +1,7 @@
 package dets
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"iter"
@@ -52,7 +53,7 @@ func (t *Table) fail(err error) error {
 type prepared struct {
 	key  etf.Term
 	obj  object
-	hash uint32
+	hash uint64
 }
 
 func (t *Table) prepare(objs []etf.Term) ([]prepared, error) {
@@ -105,7 +106,7 @@ type opScratch struct {
 	gs         []group
 	objs, slab []object
 	idx        []int
-	slots      []uint32
+	slots      []uint64
 	keep, move []group
 	fresh      writeBatch
 }
@@ -186,7 +187,7 @@ func (t *Table) insertBatch(sc *opScratch, ps []prepared) error {
 			idx[i] = i
 			slots[i] = t.slotFor(ps[i].hash)
 		}
-		slices.SortStableFunc(idx, func(a, b int) int { return cmpInt64(int64(slots[a]), int64(slots[b])) })
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(slots[a], slots[b]) })
 	}
 	for start := 0; start < len(idx); {
 		slot := slots[idx[start]]
@@ -211,8 +212,8 @@ func (t *Table) insertBatch(sc *opScratch, ps []prepared) error {
 		if err := t.writeGroups(slot, e, gs); err != nil {
 			return err
 		}
-		t.h.noKeys += uint32(keys)
-		t.h.noObjects += uint32(objs)
+		t.h.noKeys += uint64(keys)
+		t.h.noObjects += uint64(objs)
 		start = end
 	}
 	return nil
@@ -273,7 +274,7 @@ func (t *Table) keyArg(key etf.Term) keyArg {
 }
 
 // lookup finds key's objects (decoded when wantObjs).
-func (t *Table) lookup(key etf.Term, hv uint32, wantObjs bool) ([]etf.Term, bool, error) {
+func (t *Table) lookup(key etf.Term, hv uint64, wantObjs bool) ([]etf.Term, bool, error) {
 	slot := t.slotFor(hv)
 	e, err := t.entry(slot)
 	if err != nil || e.size == 0 {
@@ -288,7 +289,7 @@ func (t *Table) lookup(key etf.Term, hv uint32, wantObjs bool) ([]etf.Term, bool
 	}
 	objs, found, be := lookupInBody(t.kind, t.keyPos, body, &ka, wantObjs)
 	if be != nil {
-		return nil, false, corrupt(t.path, "object", int64(e.ptr)+int64(be.off), "slot %d: %s", slot, be.reason)
+		return nil, false, corrupt(t.path, "object", e.ptr+int64(be.off), "slot %d: %s", slot, be.reason)
 	}
 	return objs, found, nil
 }
@@ -340,8 +341,8 @@ func (t *Table) modifyKey(key etf.Term, fn func(gs []group, i int, found bool) (
 	if err := t.writeGroups(slot, e, gs); err != nil {
 		return err
 	}
-	t.h.noKeys = uint32(int64(t.h.noKeys) + int64(d.keys))
-	t.h.noObjects = uint32(int64(t.h.noObjects) + int64(d.objs))
+	t.h.noKeys = uint64(int64(t.h.noKeys) + int64(d.keys))
+	t.h.noObjects = uint64(int64(t.h.noObjects) + int64(d.objs))
 	return t.afterWrite()
 }
 
@@ -496,7 +497,7 @@ func (t *Table) UpdateCounterIf(key etf.Term, pos int, incr int64, accept func(r
 }
 
 // slotObjects returns the decoded objects of slot, or ok=false past Next.
-func (t *Table) slotObjects(slot uint32) ([]group, bool, error) {
+func (t *Table) slotObjects(slot uint64) ([]group, bool, error) {
 	if err := t.begin(false); err != nil {
 		return nil, false, err
 	}
@@ -511,7 +512,7 @@ func (t *Table) slotObjects(slot uint32) ([]group, bool, error) {
 // Keys iterates over the keys in First/Next order.
 func (t *Table) Keys() iter.Seq2[etf.Term, error] {
 	return func(yield func(etf.Term, error) bool) {
-		for slot := uint32(0); ; slot++ {
+		for slot := uint64(0); ; slot++ {
 			gs, ok, err := t.slotObjects(slot)
 			if err != nil {
 				yield(nil, err)
@@ -547,7 +548,7 @@ func (t *Table) Next(key etf.Term) (next etf.Term, ok bool, err error) {
 	return t.nextFrom(slot, key)
 }
 
-func (t *Table) nextFrom(slot uint32, after etf.Term) (etf.Term, bool, error) {
+func (t *Table) nextFrom(slot uint64, after etf.Term) (etf.Term, bool, error) {
 	for ; ; slot++ {
 		gs, ok, err := t.slotObjects(slot)
 		if err != nil || !ok {
@@ -670,12 +671,12 @@ func (t *Table) Close() error {
 // readRaw reads the bucket of slot into groups without decoding objects
 // (see parseRaw). The groups alias t.rbuf: they are valid until the next
 // bucket read.
-func (t *Table) readRaw(slot uint32) ([]group, slotEntry, error) {
+func (t *Table) readRaw(slot uint64) ([]group, slotEntry, error) {
 	return t.readRawInto(slot, nil)
 }
 
 // readRawInto is readRaw; with sc the groups reuse sc's buffers.
-func (t *Table) readRawInto(slot uint32, sc *opScratch) ([]group, slotEntry, error) {
+func (t *Table) readRawInto(slot uint64, sc *opScratch) ([]group, slotEntry, error) {
 	e, err := t.entry(slot)
 	if err != nil || e.size == 0 {
 		if sc != nil {
@@ -696,7 +697,7 @@ func (t *Table) readRawInto(slot uint32, sc *opScratch) ([]group, slotEntry, err
 		gs, be = parseRaw(t.kind, t.keyPos, body)
 	}
 	if be != nil {
-		return nil, e, corrupt(t.path, "object", int64(e.ptr)+int64(be.off), "slot %d: %s", slot, be.reason)
+		return nil, e, corrupt(t.path, "object", e.ptr+int64(be.off), "slot %d: %s", slot, be.reason)
 	}
 	return gs, e, nil
 }
