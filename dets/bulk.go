@@ -71,7 +71,7 @@ func (t *Table) build(p bulkParams, src iter.Seq2[bulkObject, error]) error {
 		if len(gs) == 0 {
 			return nil
 		}
-		err := t.writeGroups(cur, slotEntry{}, gs)
+		err := t.writeSlot(cur, slotEntry{}, gs)
 		gs = gs[:0]
 		return err
 	}
@@ -154,7 +154,7 @@ func (t *Table) InitTable(objs iter.Seq2[etf.Term, error]) error {
 	}
 	// Slot order; a stable sort keeps each slot's objects in input order.
 	slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(a.slot, b.slot) })
-	if err := t.markDirty(); err != nil {
+	if err := t.beginWrite(); err != nil {
 		return t.fail(err)
 	}
 	p := bulkParams{kind: t.kind, keyPos: t.keyPos, minSlots: t.h.minSlots, maxSlots: t.h.maxSlots, next: next}

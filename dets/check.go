@@ -91,7 +91,7 @@ func (c *checker) run() {
 			c.add("bucket", e.ptr, "slot %d: bucket size %d", slot, e.size)
 		}
 		for gi, g := range gs {
-			if s := t.slotFor(keyHash(g.key)); s != slot {
+			if s := t.slotFor(t.hashKey(g.key)); s != slot {
 				c.add("object", e.ptr, "key %v in slot %d hashes to slot %d", g.key, slot, s)
 			}
 			if gi > 0 && etf.CompareExact(gs[gi-1].key, g.key) >= 0 {

@@ -187,11 +187,11 @@ func (t *Table) topBucket(end int64) (topBucket, bool, error) {
 		if err != nil {
 			return topBucket{}, false, err
 		}
-		gs, berr := parseRaw(t.kind, t.keyPos, b[bucketHeaderSize:])
+		gs, _, berr := t.parseBucket(b[bucketHeaderSize:], nil, nil)
 		if berr != nil || len(gs) == 0 {
 			continue
 		}
-		hv, err := groupHash(&gs[0], t.keyPos)
+		hv, err := t.hashGroup(&gs[0])
 		if err != nil {
 			continue
 		}

@@ -13,7 +13,7 @@ import (
 // maybeGrow adds segments while there are more keys than slots (OTP's goal
 // slots >= keys, reached eagerly here) and the maximum allows.
 func (t *Table) maybeGrow() error {
-	for t.h.noKeys > t.h.next && t.h.next < t.h.maxSlots {
+	for t.h.noKeys > t.lay.keysPerSlot*t.h.next && t.h.next < t.h.maxSlots {
 		if err := t.grow(); err != nil {
 			if errors.Is(err, ErrFileTooLarge) && !errors.Is(err, errInconsistent) {
 				return nil // no room for a segment: stay at this size
@@ -98,7 +98,7 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		}
 		keep, move := sc.keep[:0], sc.move[:0]
 		for k := range gs {
-			h, err := groupHash(&gs[k], t.keyPos)
+			h, err := t.hashGroup(&gs[k])
 			if err != nil {
 				return err
 			}
@@ -117,7 +117,7 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 			oldChanged = true
 			continue
 		}
-		size := bucketSize(t.kind, move)
+		size := t.encodedSize(move)
 		if size > 1<<31 {
 			return ErrFileTooLarge
 		}
@@ -126,18 +126,18 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 			return fmt.Errorf("%w: %s", err, t.path)
 		}
 		t.h.counters[counterIndex(size)]++
-		fresh.appendBucket(ptr, t.kind, move)
+		fresh.appendBucket(t, ptr, n+uint64(j)+m, move)
 		news[j] = slotEntry{size, ptr}
 
 		// The kept keys move too (see writeGroups: no live bucket is
 		// rewritten in place).
-		size = bucketSize(t.kind, keep)
+		size = t.encodedSize(keep)
 		ptr, err = t.bud.alloc(size)
 		if err != nil {
 			return fmt.Errorf("%w: %s", err, t.path)
 		}
 		t.h.counters[counterIndex(size)]++
-		fresh.appendBucket(ptr, t.kind, keep)
+		fresh.appendBucket(t, ptr, n+uint64(j), keep)
 		olds[j] = slotEntry{size, ptr}
 		freed = append(freed, e)
 		oldChanged = true
@@ -246,10 +246,11 @@ func (w *writeBatch) add(off int64, b []byte) {
 	w.ws = append(w.ws, pendingWrite{off, lo, len(w.buf)})
 }
 
-// appendBucket queues the bucket holding gs for offset off.
-func (w *writeBatch) appendBucket(off int64, kind Kind, gs []group) {
+// appendBucket queues the bucket of t that holds gs as the content of
+// slot, for offset off.
+func (w *writeBatch) appendBucket(t *Table, off int64, slot uint64, gs []group) {
 	lo := len(w.buf)
-	w.buf = appendBucket(w.buf, kind, gs)
+	w.buf = t.encodeBucket(w.buf, slot, gs)
 	w.ws = append(w.ws, pendingWrite{off, lo, len(w.buf)})
 }
 

@@ -93,7 +93,7 @@ func (t *Table) prepareInto(sc *opScratch, objs []etf.Term) ([]prepared, error) 
 		if err != nil {
 			return nil, fmt.Errorf("%w: object %d: %w", ErrBadObject, i, err)
 		}
-		ps[i] = prepared{key: k, obj: object{term: o, enc: enc, kenc: keySpan(enc, t.keyPos)}, hash: keyHash(k)}
+		ps[i] = prepared{key: k, obj: object{term: o, enc: enc, kenc: keySpan(enc, t.keyPos)}, hash: t.hashKey(k)}
 	}
 	return ps, nil
 }
@@ -158,7 +158,7 @@ func (t *Table) Insert(objs ...etf.Term) error {
 }
 
 func (t *Table) insertPrepared(sc *opScratch, ps []prepared) error {
-	if err := t.markDirty(); err != nil {
+	if err := t.beginWrite(); err != nil {
 		return err
 	}
 	for len(ps) > 0 {
@@ -209,7 +209,7 @@ func (t *Table) insertBatch(sc *opScratch, ps []prepared) error {
 		sc.gs = gs
 		// Counts change only once the bucket is written, so a full file
 		// (ErrFileTooLarge) leaves them exact.
-		if err := t.writeGroups(slot, e, gs); err != nil {
+		if err := t.writeSlot(slot, e, gs); err != nil {
 			return err
 		}
 		t.h.noKeys += uint64(keys)
@@ -243,7 +243,7 @@ func (t *Table) InsertNew(objs ...etf.Term) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := t.markDirty(); err != nil {
+	if err := t.beginWrite(); err != nil {
 		return false, t.fail(err)
 	}
 	for _, p := range ps {
@@ -287,7 +287,13 @@ func (t *Table) lookup(key etf.Term, hv uint64, wantObjs bool) ([]etf.Term, bool
 	if err != nil {
 		return nil, false, err
 	}
-	objs, found, be := lookupInBody(t.kind, t.keyPos, body, &ka, wantObjs)
+	var objs []etf.Term
+	var found bool
+	var be *bucketError
+	switch t.lay.tag { // lookupBody, without its call
+	default:
+		objs, found, be = lookupInBody(t.kind, t.keyPos, body, &ka, wantObjs)
+	}
 	if be != nil {
 		return nil, false, corrupt(t.path, "object", e.ptr+int64(be.off), "slot %d: %s", slot, be.reason)
 	}
@@ -300,7 +306,7 @@ func (t *Table) Lookup(key etf.Term) ([]etf.Term, error) {
 		return nil, err
 	}
 	defer t.mu.Unlock()
-	objs, _, err := t.lookup(key, keyHash(key), true)
+	objs, _, err := t.lookup(key, t.hashKey(key), true)
 	return objs, err
 }
 
@@ -310,7 +316,7 @@ func (t *Table) Member(key etf.Term) (bool, error) {
 		return false, err
 	}
 	defer t.mu.Unlock()
-	_, found, err := t.lookup(key, keyHash(key), false)
+	_, found, err := t.lookup(key, t.hashKey(key), false)
 	return found, err
 }
 
@@ -320,10 +326,10 @@ func (t *Table) Member(key etf.Term) (bool, error) {
 func (t *Table) modifyKey(key etf.Term, fn func(gs []group, i int, found bool) ([]group, delta, error)) error {
 	// Like OTP, any write request marks the file dirty, even one that
 	// changes nothing.
-	if err := t.markDirty(); err != nil {
+	if err := t.beginWrite(); err != nil {
 		return err
 	}
-	slot := t.slotFor(keyHash(key))
+	slot := t.slotFor(t.hashKey(key))
 	e, err := t.entry(slot)
 	if err != nil || e.size == 0 {
 		return err
@@ -338,7 +344,7 @@ func (t *Table) modifyKey(key etf.Term, fn func(gs []group, i int, found bool) (
 	if err != nil || !d.changed {
 		return err
 	}
-	if err := t.writeGroups(slot, e, gs); err != nil {
+	if err := t.writeSlot(slot, e, gs); err != nil {
 		return err
 	}
 	t.h.noKeys = uint64(int64(t.h.noKeys) + int64(d.keys))
@@ -415,7 +421,7 @@ func (t *Table) DeleteAllObjects() error {
 	defer t.mu.Unlock()
 	// Clear the closed flag (and fsync) first: otherwise a crash could
 	// keep the old "closed properly" header over the new layout.
-	if err := t.markDirty(); err != nil {
+	if err := t.beginWrite(); err != nil {
 		return t.fail(err)
 	}
 	return t.fail(t.initFile(t.h.minSlots, t.h.maxSlots))
@@ -543,7 +549,7 @@ func (t *Table) Next(key etf.Term) (next etf.Term, ok bool, err error) {
 	if err := t.begin(false); err != nil {
 		return nil, false, err
 	}
-	slot := t.slotFor(keyHash(key))
+	slot := t.slotFor(t.hashKey(key))
 	t.mu.Unlock()
 	return t.nextFrom(slot, key)
 }
@@ -593,11 +599,11 @@ func (t *Table) Info() (Info, error) {
 		size = t.fileEnd
 	}
 	return Info{
-		Path: t.path, Kind: t.kind, KeyPos: t.keyPos, Format: OTP9,
+		Path: t.path, Kind: t.kind, KeyPos: t.keyPos, Format: t.lay.format,
 		Size: int(t.h.noObjects), NoKeys: int(t.h.noKeys),
 		NoSlots:  Slots{int(t.h.minSlots), int(t.h.next), int(t.h.maxSlots)},
-		FileSize: size, ReadOnly: t.readOnly, Clean: !t.dirty, Hash: "phash2",
-		ByteLimit: allocLimit,
+		FileSize: size, ReadOnly: t.readOnly, Clean: !t.dirty, Hash: t.lay.hashName,
+		ByteLimit: t.lay.byteLimit,
 	}, nil
 }
 
@@ -690,11 +696,16 @@ func (t *Table) readRawInto(slot uint64, sc *opScratch) ([]group, slotEntry, err
 	}
 	var gs []group
 	var be *bucketError
+	var objs []object
 	if sc != nil {
-		gs, sc.objs, be = parseRawInto(t.kind, t.keyPos, body, sc.gs, sc.objs)
-		sc.gs = gs
-	} else {
-		gs, be = parseRaw(t.kind, t.keyPos, body)
+		gs, objs = sc.gs, sc.objs
+	}
+	switch t.lay.tag { // parseBucket, without its call
+	default:
+		gs, objs, be = parseRawInto(t.kind, t.keyPos, body, gs, objs)
+	}
+	if sc != nil {
+		sc.gs, sc.objs = gs, objs
 	}
 	if be != nil {
 		return nil, e, corrupt(t.path, "object", e.ptr+int64(be.off), "slot %d: %s", slot, be.reason)

@@ -26,14 +26,15 @@ type Table struct {
 	err         error // sticky error mode (see fail)
 	writeFailed bool  // a write, fsync or truncation failed: the file may hold part of a change
 
+	lay    layout // the file format's constants and operations (layout.go)
 	kind   Kind
 	keyPos int
 	h      header // in-memory header; counts and counters are kept exact
 
 	bud        *buddy
 	parts      [numParts]int64
-	segs       []int64                   // segment addresses, len = next/256
-	segCache   []*[slotsPerSeg]slotEntry // lazily read slot entries
+	segs       []int64                   // segment addresses, one per 1<<lay.segShift slots
+	segCache   []*[slotsPerSeg]slotEntry // lazily read slot entries, in pages of 256 (see segment)
 	entryReads int                       // slot entries read one by one (entry)
 	fileEnd    int64                     // end of data (EOF while dirty)
 	dirty      bool                      // on-disk flag is "not closed"
@@ -166,7 +167,7 @@ func openExisting(fsys FS, path string, f File, opts *Options) (*Table, *repairR
 			return nil, nil, err
 		}
 	}
-	t := &Table{path: path, fsys: fsys, f: f, readOnly: opts.ReadOnly, durability: opts.Durability, tune: opts.tuned()}
+	t := &Table{path: path, fsys: fsys, f: f, lay: layoutOf(opts.Format), readOnly: opts.ReadOnly, durability: opts.Durability, tune: opts.tuned()}
 	released := writerReleases.Load()
 	size, fi, err := t.fileSize()
 	if err == nil {
@@ -395,7 +396,7 @@ func create(fsys FS, path string, opts *Options) (*Table, error) {
 	if keyPos == 0 {
 		keyPos = 1
 	}
-	t := &Table{path: path, fsys: fsys, f: f, kind: kind, keyPos: keyPos, durability: opts.Durability, tune: opts.tuned()}
+	t := &Table{path: path, fsys: fsys, f: f, lay: layoutOf(opts.Format), kind: kind, keyPos: keyPos, durability: opts.Durability, tune: opts.tuned()}
 	err = t.register(nil)
 	if err == nil {
 		err = t.initFile(uint64(lo), uint64(hi))
@@ -554,7 +555,7 @@ func (t *Table) wrote(err error) error {
 // second fsync makes the closed header itself durable; Close skips it, as
 // OTP's close does: after a power loss the file may need repair, which then
 // finds every object Close had written.
-func (t *Table) save(durable bool) error {
+func (t *Table) saveOTP9(durable bool) error {
 	if err := t.compactTail(); err != nil {
 		return err
 	}
@@ -600,12 +601,12 @@ func (t *Table) entry(slot uint64) (slotEntry, error) {
 	}
 	if t.entryReads < singleEntryReads {
 		t.entryReads++
-		b := t.small[:slotEntrySize]
-		off := t.segs[s] + slotEntrySize*int64(slot%slotsPerSeg)
+		b := t.small[:t.lay.entrySize]
+		off := t.entryOff(slot)
 		if err := t.readAt(b, off); err != nil {
 			return slotEntry{}, t.ioErr("segment", off, err)
 		}
-		return slotEntry{int64(be.Uint32(b)), int64(be.Uint32(b[4:]))}, nil
+		return t.readEntry(b), nil
 	}
 	seg, err := t.segment(s)
 	if err != nil {
@@ -618,21 +619,24 @@ func (t *Table) entry(slot uint64) (slotEntry, error) {
 // before it caches whole segments.
 const singleEntryReads = 8
 
-// segment returns the decoded slot entries of segment s, reading them on
-// first use.
+// segment returns the decoded slot entries of page s of the cache (slots
+// 256*s to 256*s+255), reading them on first use. A page is an otp9
+// segment; a format with larger segments holds several pages in each.
 func (t *Table) segment(s uint64) (*[slotsPerSeg]slotEntry, error) {
 	if seg := t.segCache[s]; seg != nil {
 		return seg, nil
 	}
 	hp := readBufs.Get().(*[headReadSize]byte)
 	defer readBufs.Put(hp)
-	b := hp[:segmentSize]
-	if err := readFull(t.f, b, t.segs[s]); err != nil {
-		return nil, t.ioErr("segment", t.segs[s], err)
+	es := t.lay.entrySize
+	b := hp[:slotsPerSeg*es]
+	off := t.entryOff(s * slotsPerSeg)
+	if err := readFull(t.f, b, off); err != nil {
+		return nil, t.ioErr("segment", off, err)
 	}
 	seg := new([slotsPerSeg]slotEntry)
 	for i := range seg {
-		seg[i] = slotEntry{int64(be.Uint32(b[8*i:])), int64(be.Uint32(b[8*i+4:]))}
+		seg[i] = t.readEntry(b[es*int64(i):])
 	}
 	t.segCache[s] = seg
 	return seg, nil
@@ -640,16 +644,21 @@ func (t *Table) segment(s uint64) (*[slotsPerSeg]slotEntry, error) {
 
 func (t *Table) setEntry(slot uint64, e slotEntry) error {
 	s := slot / slotsPerSeg
-	b := t.small[:slotEntrySize]
-	be.PutUint32(b, uint32(e.size))
-	be.PutUint32(b[4:], uint32(e.ptr))
-	if err := t.writeAt(b, t.segs[s]+slotEntrySize*int64(slot%slotsPerSeg)); err != nil {
+	b := t.small[:t.lay.entrySize]
+	t.putEntry(b, e)
+	if err := t.writeAt(b, t.entryOff(slot)); err != nil {
 		return err
 	}
 	if seg := t.segCache[s]; seg != nil {
 		seg[slot%slotsPerSeg] = e
 	}
 	return nil
+}
+
+// entryOff returns the file offset of slot's entry in its segment.
+func (t *Table) entryOff(slot uint64) int64 {
+	sh := t.lay.segShift
+	return t.segs[slot>>sh] + t.lay.entrySize*int64(slot&(1<<sh-1))
 }
 
 // ioErr converts a short read into a corruption error; other errors pass.
@@ -673,13 +682,13 @@ func (t *Table) readBucket(slot uint64, e slotEntry) ([]byte, error) {
 	if err := t.readAt(b, ptr); err != nil {
 		return nil, t.ioErr("bucket", ptr, err)
 	}
-	if got := int64(be.Uint32(b)); got != e.size {
-		return nil, corrupt(t.path, "bucket", ptr, "bucket size %d differs from slot %d entry size %d", got, slot, e.size)
+	switch t.lay.tag { // the format's bucket header
+	default:
+		if int64(be.Uint32(b)) == e.size && be.Uint32(b[4:]) == statusActive {
+			return b[bucketHeaderSize:], nil
+		}
+		return nil, t.badBucketOTP9(slot, e, b)
 	}
-	if st := be.Uint32(b[4:]); st != statusActive {
-		return nil, corrupt(t.path, "bucket", ptr+4, "bucket of slot %d has status %#x, not ACTIVE", slot, st)
-	}
-	return b[bucketHeaderSize:], nil
 }
 
 // readGroups reads and fully decodes the bucket of slot. The encodings are
@@ -720,7 +729,7 @@ func (t *Table) writeGroups(slot uint64, old slotEntry, gs []group) error {
 		}
 		return t.freeBucket(old)
 	}
-	t.wbuf = appendBucket(t.wbuf[:0], t.kind, gs)
+	t.wbuf = t.encodeBucket(t.wbuf[:0], slot, gs)
 	size := int64(len(t.wbuf))
 	if size > 1<<31 {
 		return ErrFileTooLarge
