@@ -56,7 +56,7 @@ func (c *checker) run() {
 	var blocks []block
 	for p := range numParts {
 		if t.parts[p] != 0 && p < (len(t.segs)+segsPerPart-1)/segsPerPart {
-			blocks = append(blocks, block{t.parts[p], partSize, "part"})
+			blocks = append(blocks, block{int64(t.parts[p]), partSize, "part"})
 		}
 	}
 	for _, s := range t.segs {

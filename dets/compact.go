@@ -84,15 +84,15 @@ func (t *Table) moveTopTable(end int64) (moved bool, err error) {
 	var repoint func(int64)
 	for s, sa := range t.segs {
 		if int64(sa) == a {
-			ptrOff = t.parts[s/segsPerPart] + 4*int64(s%segsPerPart)
+			ptrOff = int64(t.parts[s/segsPerPart]) + 4*int64(s%segsPerPart)
 			repoint = func(na int64) { t.segs[s] = na }
 			break
 		}
 	}
 	for p, pa := range t.parts {
-		if ptrOff < 0 && pa != 0 && pa == a {
+		if ptrOff < 0 && pa != 0 && int64(pa) == a {
 			ptrOff = partTableOff + 4*int64(p)
-			repoint = func(na int64) { t.parts[p] = na }
+			repoint = func(na int64) { t.parts[p] = uint32(na) }
 		}
 	}
 	ptr, ok := int64(0), false

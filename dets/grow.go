@@ -13,7 +13,7 @@ import (
 // maybeGrow adds segments while there are more keys than slots (OTP's goal
 // slots >= keys, reached eagerly here) and the maximum allows.
 func (t *Table) maybeGrow() error {
-	for t.h.noKeys > t.lay.keysPerSlot*t.h.next && t.h.next < t.h.maxSlots {
+	for t.h.noKeys > uint64(t.lay.keysPerSlot)*t.h.next && t.h.next < t.h.maxSlots {
 		if err := t.grow(); err != nil {
 			if errors.Is(err, ErrFileTooLarge) && !errors.Is(err, errInconsistent) {
 				return nil // no room for a segment: stay at this size
@@ -80,15 +80,15 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		return err
 	}
 	t.touchBuckets(olds[:])
-	news := new([slotsPerSeg]slotEntry)
+	news := new([slotsPerSeg]slotWord)
 	sc := getScratch()
 	defer putScratch(sc)
 	fresh := &sc.fresh
 	fresh.reset()
-	var freed []slotEntry
+	freed := sc.freed[:0] // at most a segment's worth, kept for reuse
 	oldChanged := false
 	for j := range slotsPerSeg {
-		e := olds[j]
+		e := t.entryOf(olds[j])
 		if e.size == 0 {
 			continue
 		}
@@ -113,7 +113,7 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		case len(move) == 0:
 			continue
 		case len(keep) == 0:
-			news[j], olds[j] = e, slotEntry{}
+			news[j], olds[j] = olds[j], 0
 			oldChanged = true
 			continue
 		}
@@ -127,7 +127,7 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		}
 		t.h.counters[counterIndex(size)]++
 		fresh.appendBucket(t, ptr, n+uint64(j)+m, move)
-		news[j] = slotEntry{size, ptr}
+		news[j] = t.wordOf(slotEntry{size, ptr})
 
 		// The kept keys move too (see writeGroups: no live bucket is
 		// rewritten in place).
@@ -138,13 +138,15 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		}
 		t.h.counters[counterIndex(size)]++
 		fresh.appendBucket(t, ptr, n+uint64(j), keep)
-		olds[j] = slotEntry{size, ptr}
+		olds[j] = t.wordOf(slotEntry{size, ptr})
 		freed = append(freed, e)
 		oldChanged = true
 	}
 
+	sc.freed = freed
+
 	// Phase 1: the new segment, and the part pointing to it when new.
-	fresh.add(segAddr, appendEntries(fresh.scratch(segmentSize), news))
+	fresh.add(segAddr, t.appendEntries(fresh.scratch(segmentSize), news))
 	var ptrOff int64
 	if partAddr >= 0 {
 		p := seg / segsPerPart
@@ -154,7 +156,7 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		fresh.add(partAddr, part)
 		ptrOff = partTableOff + 4*int64(p)
 	} else {
-		ptrOff = t.parts[seg/segsPerPart] + 4*int64(seg%segsPerPart)
+		ptrOff = int64(t.parts[seg/segsPerPart]) + 4*int64(seg%segsPerPart)
 	}
 	if err := t.flush(fresh); err != nil {
 		return err
@@ -162,7 +164,7 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 	var b [4]byte
 	if partAddr >= 0 {
 		be.PutUint32(b[:], uint32(partAddr))
-		t.parts[seg/segsPerPart] = partAddr
+		t.parts[seg/segsPerPart] = uint32(partAddr)
 	} else {
 		be.PutUint32(b[:], uint32(segAddr))
 	}
@@ -173,7 +175,7 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 	t.segCache = append(t.segCache, news)
 	if oldChanged {
 		var sb [segmentSize]byte
-		if err := t.writeAt(appendEntries(sb[:0], olds), t.segs[oldSeg]); err != nil {
+		if err := t.writeAt(t.appendEntries(sb[:0], olds), t.segs[oldSeg]); err != nil {
 			return err
 		}
 	}
@@ -205,11 +207,10 @@ func groupHash(g *group, keyPos int) (uint64, error) {
 	return uint64(hashTerm(k)), nil
 }
 
-// appendEntries appends the on-disk form of a segment's slot entries.
-func appendEntries(dst []byte, es *[slotsPerSeg]slotEntry) []byte {
-	for _, e := range es {
-		dst = be.AppendUint32(dst, uint32(e.size))
-		dst = be.AppendUint32(dst, uint32(e.ptr))
+// appendEntries appends the on-disk form of a page of slot entries.
+func (t *Table) appendEntries(dst []byte, ws *[slotsPerSeg]slotWord) []byte {
+	for _, w := range ws {
+		dst = t.appendWord(dst, w)
 	}
 	return dst
 }

@@ -6,8 +6,8 @@ import "github.com/godets/godets/etf"
 // code (kind rules, growth, traversal, repair's stages, Check's order and
 // count rules) works on 64-bit slots and offsets; what a format decides
 // lives in a table's layout, chosen at open: its constants, and a few
-// operations (readEntry, parseBucket, encodeBucket, writeSlot, beginWrite,
-// save, hashKey). Those are Table methods that switch on the layout's
+// operations (entryOf and readEntry, parseBucket, encodeBucket, writeSlot,
+// beginWrite, save, hashKey). Those are Table methods that switch on the layout's
 // one-byte tag instead of calling through an interface, so that the hot
 // paths (slot entries, bucket parsing, lookupInBody) stay inlinable and
 // allocation-free. Only otp9 exists so far: every switch has its case as
@@ -22,26 +22,46 @@ const (
 
 // layout is what a table's file format fixes. It is chosen at open and
 // never changes while the table is open (a repair opens a new Table).
+// It is kept to a few bytes: every Table holds one, and a Table's size
+// class is part of the cost of an open. What Info alone needs comes from
+// methods.
 type layout struct {
-	tag    formatTag
-	format Format
-
-	segShift    uint8  // a segment holds 1<<segShift slot entries
-	entrySize   int64  // bytes of one slot entry on disk
-	keysPerSlot uint64 // the table grows while it has more keys than keysPerSlot * slots
-	byteLimit   int64  // the largest file the format allows, for Info
-	hashName    string // the key hash, for Info
+	tag         formatTag
+	segShift    uint8 // a segment holds 1<<segShift slot entries
+	entrySize   uint8 // bytes of one slot entry on disk
+	keysPerSlot uint8 // the table grows while it has more keys than keysPerSlot * slots
 }
 
 // otp9Layout is OTP's format 9 (format.go, docs/format-otp9.md).
 var otp9Layout = layout{
 	tag:         tagOTP9,
-	format:      OTP9,
 	segShift:    8, // slotsPerSeg
 	entrySize:   slotEntrySize,
 	keysPerSlot: 1,
-	byteLimit:   allocLimit,
-	hashName:    "phash2",
+}
+
+// format is the Format the layout is of.
+func (l layout) format() Format {
+	switch l.tag {
+	default:
+		return OTP9
+	}
+}
+
+// byteLimit is the largest file the format allows, for Info.
+func (l layout) byteLimit() int64 {
+	switch l.tag {
+	default:
+		return allocLimit
+	}
+}
+
+// hashName names the key hash, for Info.
+func (l layout) hashName() string {
+	switch l.tag {
+	default:
+		return "phash2"
+	}
 }
 
 // layoutOf returns the layout of format f; Options.validate refuses the
@@ -53,22 +73,47 @@ func layoutOf(f Format) layout {
 	}
 }
 
-// readEntry decodes the slot entry at the start of b.
-func (t *Table) readEntry(b []byte) slotEntry {
+// slotWord is a slot entry as the segment cache keeps it: the format's
+// 8-byte entry as one integer (half a slotEntry), decoded by entryOf.
+type slotWord uint64
+
+// entryOf decodes a cached slot entry.
+func (t *Table) entryOf(w slotWord) slotEntry {
 	switch t.lay.tag {
-	default: // <<Size:32, Ptr:32>>
-		return slotEntry{int64(be.Uint32(b)), int64(be.Uint32(b[4:]))}
+	default: // <<Size:32, Ptr:32>>, read as one big-endian word
+		return slotEntry{int64(w >> 32), int64(uint32(w))}
 	}
 }
 
-// putEntry encodes e at the start of b, which has room for one entry.
-func (t *Table) putEntry(b []byte, e slotEntry) {
+// wordOf encodes e for the cache; e fits the format's entry.
+func (t *Table) wordOf(e slotEntry) slotWord {
 	switch t.lay.tag {
 	default:
-		be.PutUint32(b, uint32(e.size))
-		be.PutUint32(b[4:], uint32(e.ptr))
+		return slotWord(uint64(e.size)<<32 | uint64(uint32(e.ptr)))
 	}
 }
+
+// wordAt reads the slot entry at the start of b.
+func (t *Table) wordAt(b []byte) slotWord {
+	switch t.lay.tag {
+	default:
+		return slotWord(be.Uint64(b))
+	}
+}
+
+// appendWord appends the on-disk form of a slot entry.
+func (t *Table) appendWord(dst []byte, w slotWord) []byte {
+	switch t.lay.tag {
+	default:
+		return be.AppendUint64(dst, uint64(w))
+	}
+}
+
+// readEntry decodes the slot entry at the start of b.
+func (t *Table) readEntry(b []byte) slotEntry { return t.entryOf(t.wordAt(b)) }
+
+// putEntry encodes e at the start of b, which has room for one entry.
+func (t *Table) putEntry(b []byte, e slotEntry) { t.appendWord(b[:0], t.wordOf(e)) }
 
 // badBucketOTP9 describes what is wrong with the header of an otp9
 // bucket that readBucket refused.

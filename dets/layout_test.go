@@ -11,13 +11,13 @@ import (
 // which the shared code's slot arithmetic (entryOff, segment) relies on.
 func TestOTP9LayoutConstants(t *testing.T) {
 	l := layoutOf(OTP9)
-	if l.tag != tagOTP9 || l.format != OTP9 {
-		t.Fatalf("layoutOf(OTP9) has tag %d, format %v", l.tag, l.format)
+	if l.tag != tagOTP9 || l.format() != OTP9 {
+		t.Fatalf("layoutOf(OTP9) has tag %d, format %v", l.tag, l.format())
 	}
-	if 1<<l.segShift != slotsPerSeg || l.entrySize != slotEntrySize || l.entrySize > int64(len(Table{}.small)) {
+	if 1<<l.segShift != slotsPerSeg || l.entrySize != slotEntrySize || int(l.entrySize) > len(Table{}.small) {
 		t.Fatalf("segment of %d entries of %d bytes, format.go says %d of %d", 1<<l.segShift, l.entrySize, slotsPerSeg, slotEntrySize)
 	}
-	if l.byteLimit != allocLimit || l.keysPerSlot != 1 || l.hashName != "phash2" {
+	if l.byteLimit() != allocLimit || l.keysPerSlot != 1 || l.hashName() != "phash2" {
 		t.Fatalf("otp9 layout %+v", l)
 	}
 }

@@ -108,6 +108,7 @@ type opScratch struct {
 	idx        []int
 	slots      []uint64
 	keep, move []group
+	freed      []slotEntry
 	fresh      writeBatch
 }
 
@@ -599,11 +600,11 @@ func (t *Table) Info() (Info, error) {
 		size = t.fileEnd
 	}
 	return Info{
-		Path: t.path, Kind: t.kind, KeyPos: t.keyPos, Format: t.lay.format,
+		Path: t.path, Kind: t.kind, KeyPos: t.keyPos, Format: t.lay.format(),
 		Size: int(t.h.noObjects), NoKeys: int(t.h.noKeys),
 		NoSlots:  Slots{int(t.h.minSlots), int(t.h.next), int(t.h.maxSlots)},
-		FileSize: size, ReadOnly: t.readOnly, Clean: !t.dirty, Hash: t.lay.hashName,
-		ByteLimit: t.lay.byteLimit,
+		FileSize: size, ReadOnly: t.readOnly, Clean: !t.dirty, Hash: t.lay.hashName(),
+		ByteLimit: t.lay.byteLimit(),
 	}, nil
 }
 

@@ -266,7 +266,7 @@ func (t *Table) scanCollect(st *scanState, w *scanWindow) (bool, error) {
 		}
 		ents, sizes = ents[:cap(ents)], sizes[:cap(ents)]
 		for end := s + m; s < end; i, s = i+1, s+1 {
-			e := seg[i]
+			e := t.entryOf(seg[i])
 			ents[n], sizes[n] = scanPack(s, e), uint32(e.size)
 			n += b2i(e.size != 0) & b2i(uint64(int64(e.ptr)-lo) < width) & int(^st.visited[s/64]>>(s%64))
 		}

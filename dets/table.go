@@ -23,22 +23,22 @@ type Table struct {
 	live     bool // set once an open succeeds, cleared by Close: the zero Table is closed
 
 	durability  Durability
-	err         error // sticky error mode (see fail)
-	writeFailed bool  // a write, fsync or truncation failed: the file may hold part of a change
+	err         error  // sticky error mode (see fail)
+	writeFailed bool   // a write, fsync or truncation failed: the file may hold part of a change
+	lay         layout // the file format's constants and operations (layout.go)
 
-	lay    layout // the file format's constants and operations (layout.go)
 	kind   Kind
 	keyPos int
 	h      header // in-memory header; counts and counters are kept exact
 
 	bud        *buddy
-	parts      [numParts]int64
-	segs       []int64                   // segment addresses, one per 1<<lay.segShift slots
-	segCache   []*[slotsPerSeg]slotEntry // lazily read slot entries, in pages of 256 (see segment)
-	entryReads int                       // slot entries read one by one (entry)
-	fileEnd    int64                     // end of data (EOF while dirty)
-	dirty      bool                      // on-disk flag is "not closed"
-	hdrKeys    uint64                    // noKeys at the last header write
+	parts      [numParts]uint32         // otp9's part table (32-bit like its file; a format of its own keeps its own)
+	segs       []int64                  // segment addresses, one per 1<<lay.segShift slots
+	segCache   []*[slotsPerSeg]slotWord // lazily read slot entries, in pages of 256 (see segment)
+	entryReads int                      // slot entries read one by one (entry)
+	fileEnd    int64                    // end of data (EOF while dirty)
+	dirty      bool                     // on-disk flag is "not closed"
+	hdrKeys    uint64                   // noKeys at the last header write
 
 	freedSinceSave int // buckets freed since the last save: compactTail's budget
 
@@ -353,14 +353,14 @@ func (t *Table) loadSegments() error {
 	t.segs = make([]int64, 0, nsegs)
 	var pb []byte
 	for p := range numParts {
-		t.parts[p] = int64(be.Uint32(pt[4*p:]))
+		t.parts[p] = be.Uint32(pt[4*p:])
 		if p >= nparts {
 			continue
 		}
-		if !inData(t.parts[p], partSize) {
+		if !inData(int64(t.parts[p]), partSize) {
 			return corrupt(t.path, "segment", partTableOff+4*int64(p), "part %d pointer %d outside the data area", p, t.parts[p])
 		}
-		if a := t.parts[p]; a+partSize <= int64(len(t.head)) {
+		if a := int64(t.parts[p]); a+partSize <= int64(len(t.head)) {
 			pb = t.head[a : a+partSize]
 		} else {
 			pb = make([]byte, partSize)
@@ -371,12 +371,12 @@ func (t *Table) loadSegments() error {
 		for s := 0; s < segsPerPart && len(t.segs) < nsegs; s++ {
 			a := int64(be.Uint32(pb[4*s:]))
 			if !inData(a, segmentSize) {
-				return corrupt(t.path, "segment", t.parts[p]+4*int64(s), "segment %d pointer %d outside the data area", len(t.segs), a)
+				return corrupt(t.path, "segment", int64(t.parts[p])+4*int64(s), "segment %d pointer %d outside the data area", len(t.segs), a)
 			}
 			t.segs = append(t.segs, a)
 		}
 	}
-	t.segCache = make([]*[slotsPerSeg]slotEntry, nsegs)
+	t.segCache = make([]*[slotsPerSeg]slotWord, nsegs)
 	return nil
 }
 
@@ -438,11 +438,11 @@ func (t *Table) layOut(minSlots, maxSlots, next uint64) error {
 	}
 	buf := make([]byte, baseAddr+partSize*nparts)
 	t.h.encode(buf)
-	t.parts = [numParts]int64{}
+	t.parts = [numParts]uint32{}
 	t.segs = make([]int64, nsegs)
 	for p := range nparts {
-		t.parts[p] = int64(baseAddr + partSize*p)
-		be.PutUint32(buf[partTableOff+4*p:], uint32(t.parts[p]))
+		t.parts[p] = uint32(baseAddr + partSize*p)
+		be.PutUint32(buf[partTableOff+4*p:], t.parts[p])
 	}
 	for s := range nsegs {
 		t.segs[s] = int64(baseAddr + partSize*(nparts+s))
@@ -467,7 +467,7 @@ func (t *Table) layOut(minSlots, maxSlots, next uint64) error {
 		return err
 	}
 	t.extended = false
-	t.segCache = make([]*[slotsPerSeg]slotEntry, nsegs)
+	t.segCache = make([]*[slotsPerSeg]slotWord, nsegs)
 	t.bud = newBuddy(base)
 	t.fileEnd = base
 	t.dirty = true
@@ -597,7 +597,7 @@ func (t *Table) saveOTP9(durable bool) error {
 func (t *Table) entry(slot uint64) (slotEntry, error) {
 	s := slot / slotsPerSeg
 	if seg := t.segCache[s]; seg != nil {
-		return seg[slot%slotsPerSeg], nil
+		return t.entryOf(seg[slot%slotsPerSeg]), nil
 	}
 	if t.entryReads < singleEntryReads {
 		t.entryReads++
@@ -612,31 +612,32 @@ func (t *Table) entry(slot uint64) (slotEntry, error) {
 	if err != nil {
 		return slotEntry{}, err
 	}
-	return seg[slot%slotsPerSeg], nil
+	return t.entryOf(seg[slot%slotsPerSeg]), nil
 }
 
 // singleEntryReads is how many slot entries a table reads one by one
 // before it caches whole segments.
 const singleEntryReads = 8
 
-// segment returns the decoded slot entries of page s of the cache (slots
-// 256*s to 256*s+255), reading them on first use. A page is an otp9
-// segment; a format with larger segments holds several pages in each.
-func (t *Table) segment(s uint64) (*[slotsPerSeg]slotEntry, error) {
+// segment returns the slot entries of page s of the cache (slots 256*s to
+// 256*s+255; entryOf decodes them), reading them on first use. A page is
+// an otp9 segment; a format with larger segments holds several pages in
+// each.
+func (t *Table) segment(s uint64) (*[slotsPerSeg]slotWord, error) {
 	if seg := t.segCache[s]; seg != nil {
 		return seg, nil
 	}
 	hp := readBufs.Get().(*[headReadSize]byte)
 	defer readBufs.Put(hp)
-	es := t.lay.entrySize
+	es := int64(t.lay.entrySize)
 	b := hp[:slotsPerSeg*es]
 	off := t.entryOff(s * slotsPerSeg)
 	if err := readFull(t.f, b, off); err != nil {
 		return nil, t.ioErr("segment", off, err)
 	}
-	seg := new([slotsPerSeg]slotEntry)
+	seg := new([slotsPerSeg]slotWord)
 	for i := range seg {
-		seg[i] = t.readEntry(b[es*int64(i):])
+		seg[i] = t.wordAt(b[es*int64(i):])
 	}
 	t.segCache[s] = seg
 	return seg, nil
@@ -650,7 +651,7 @@ func (t *Table) setEntry(slot uint64, e slotEntry) error {
 		return err
 	}
 	if seg := t.segCache[s]; seg != nil {
-		seg[slot%slotsPerSeg] = e
+		seg[slot%slotsPerSeg] = t.wordOf(e)
 	}
 	return nil
 }
@@ -658,7 +659,7 @@ func (t *Table) setEntry(slot uint64, e slotEntry) error {
 // entryOff returns the file offset of slot's entry in its segment.
 func (t *Table) entryOff(slot uint64) int64 {
 	sh := t.lay.segShift
-	return t.segs[slot>>sh] + t.lay.entrySize*int64(slot&(1<<sh-1))
+	return t.segs[slot>>sh] + int64(t.lay.entrySize)*int64(slot&(1<<sh-1))
 }
 
 // ioErr converts a short read into a corruption error; other errors pass.
