@@ -1,6 +1,7 @@
 package dets
 
 import (
+	"cmp"
 	"fmt"
 	"iter"
 	"slices"
@@ -10,7 +11,7 @@ import (
 
 // bulkObject is one object fed to the bulk builder.
 type bulkObject struct {
-	slot uint32   // the object's slot in the new table: slotOf(phash2(key), M, N) with M, N = layoutFor(next)
+	slot uint64   // the object's slot in the new table: slotOf(phash2(key), M, N) with M, N = hashParamsFor(next)
 	key  etf.Term // element keyPos of the object
 	obj  object   // the object and its term_to_binary encoding
 }
@@ -19,12 +20,12 @@ type bulkObject struct {
 type bulkParams struct {
 	kind               Kind
 	keyPos             int
-	minSlots, maxSlots uint32 // powers of two, 256 <= min <= max <= 32Mi
-	next               uint32 // slots in use: a multiple of 256 in [minSlots, maxSlots]
+	minSlots, maxSlots uint64 // powers of two, 256 <= min <= max <= 32Mi
+	next               uint64 // slots in use: a multiple of 256 in [minSlots, maxSlots]
 }
 
 func (p *bulkParams) validate() error {
-	isPow2 := func(v uint32) bool { return v != 0 && v&(v-1) == 0 }
+	isPow2 := func(v uint64) bool { return v != 0 && v&(v-1) == 0 }
 	if p.kind < Set || p.kind > DuplicateBag || p.keyPos < 1 || !isPow2(p.minSlots) || !isPow2(p.maxSlots) ||
 		p.minSlots < slotsPerSeg || p.maxSlots > maxSlotsLimit || p.next%slotsPerSeg != 0 ||
 		p.next < p.minSlots || p.next > p.maxSlots {
@@ -35,9 +36,9 @@ func (p *bulkParams) validate() error {
 
 // nextForKeys returns the slot count a bulk build uses for nkeys keys:
 // slots >= keys, within [min, max].
-func nextForKeys(nkeys int64, minSlots, maxSlots uint32) uint32 {
+func nextForKeys(nkeys int64, minSlots, maxSlots uint64) uint64 {
 	n := (nkeys + slotsPerSeg - 1) / slotsPerSeg * slotsPerSeg
-	return uint32(min(max(n, int64(minSlots)), int64(maxSlots)))
+	return uint64(min(max(n, int64(minSlots)), int64(maxSlots)))
 }
 
 // build replaces the content of t's file with a new table laid out as an
@@ -64,13 +65,13 @@ func (t *Table) build(p bulkParams, src iter.Seq2[bulkObject, error]) error {
 		return err
 	}
 	var gs []group
-	cur := uint32(0)
+	cur := uint64(0)
 	have := false
 	flush := func() error {
 		if len(gs) == 0 {
 			return nil
 		}
-		err := t.writeGroups(cur, slotEntry{}, gs)
+		err := t.writeSlot(cur, slotEntry{}, gs)
 		gs = gs[:0]
 		return err
 	}
@@ -93,8 +94,8 @@ func (t *Table) build(p bulkParams, src iter.Seq2[bulkObject, error]) error {
 		}
 		var dk, do int
 		gs, dk, do = applyInsert(p.kind, gs, o.key, o.obj)
-		t.h.noKeys += uint32(dk)
-		t.h.noObjects += uint32(do)
+		t.h.noKeys += uint64(dk)
+		t.h.noObjects += uint64(do)
 	}
 	if err := flush(); err != nil {
 		return err
@@ -116,7 +117,7 @@ func (t *Table) InitTable(objs iter.Seq2[etf.Term, error]) error {
 	defer t.mu.Unlock()
 	type item struct {
 		bulkObject
-		hash uint32
+		hash uint64
 	}
 	var items []item
 	for o, err := range objs {
@@ -135,7 +136,7 @@ func (t *Table) InitTable(objs iter.Seq2[etf.Term, error]) error {
 		idx[i] = i
 	}
 	slices.SortFunc(idx, func(a, b int) int {
-		if c := cmpInt64(int64(items[a].hash), int64(items[b].hash)); c != 0 {
+		if c := cmp.Compare(items[a].hash, items[b].hash); c != 0 {
 			return c
 		}
 		return etf.CompareExact(items[a].key, items[b].key)
@@ -147,13 +148,13 @@ func (t *Table) InitTable(objs iter.Seq2[etf.Term, error]) error {
 		}
 	}
 	next := nextForKeys(nkeys, t.h.minSlots, t.h.maxSlots)
-	m, n := layoutFor(next)
+	m, n := hashParamsFor(next)
 	for i := range items {
 		items[i].slot = slotOf(items[i].hash, m, n)
 	}
 	// Slot order; a stable sort keeps each slot's objects in input order.
-	slices.SortStableFunc(items, func(a, b item) int { return cmpInt64(int64(a.slot), int64(b.slot)) })
-	if err := t.markDirty(); err != nil {
+	slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(a.slot, b.slot) })
+	if err := t.beginWrite(); err != nil {
 		return t.fail(err)
 	}
 	p := bulkParams{kind: t.kind, keyPos: t.keyPos, minSlots: t.h.minSlots, maxSlots: t.h.maxSlots, next: next}

@@ -63,11 +63,11 @@ func (c *checker) run() {
 		}
 	}
 	for _, s := range t.segs {
-		blocks = append(blocks, block{int64(s), segmentSize, "segment"})
+		blocks = append(blocks, block{s, segmentSize, "segment"})
 	}
 	var counters [numCounters]uint32
-	var objects, keys uint32
-	for slot := uint32(0); slot < t.h.next; slot++ {
+	var objects, keys uint64
+	for slot := uint64(0); slot < t.h.next; slot++ {
 		e, err := t.entry(slot)
 		if err != nil {
 			c.add("segment", 0, "slot %d: %v", slot, err)
@@ -85,35 +85,35 @@ func (c *checker) run() {
 			continue
 		}
 		if len(gs) == 0 {
-			c.add("bucket", int64(e.ptr), "slot %d: empty bucket", slot)
+			c.add("bucket", e.ptr, "slot %d: empty bucket", slot)
 		}
-		blocks = append(blocks, block{int64(e.ptr), pow2ceil(int64(e.size)), fmt.Sprintf("bucket of slot %d", slot)})
-		if i := counterIndex(int64(e.size)); i >= 0 {
+		blocks = append(blocks, block{e.ptr, pow2ceil(e.size), fmt.Sprintf("bucket of slot %d", slot)})
+		if i := counterIndex(e.size); i >= 0 {
 			counters[i]++
 		} else {
-			c.add("bucket", int64(e.ptr), "slot %d: bucket size %d", slot, e.size)
+			c.add("bucket", e.ptr, "slot %d: bucket size %d", slot, e.size)
 		}
 		for gi, g := range gs {
-			if s := t.slotFor(keyHash(g.key)); s != slot && !c.structural {
-				c.add("object", int64(e.ptr), "key %v in slot %d hashes to slot %d", g.key, slot, s)
+			if s := t.slotFor(t.hashKey(g.key)); s != slot && !c.structural {
+				c.add("object", e.ptr, "key %v in slot %d hashes to slot %d", g.key, slot, s)
 			}
 			if gi > 0 && etf.CompareExact(gs[gi-1].key, g.key) >= 0 && !c.structural {
-				c.add("bucket", int64(e.ptr), "slot %d: keys %v and %v out of order", slot, gs[gi-1].key, g.key)
+				c.add("bucket", e.ptr, "slot %d: keys %v and %v out of order", slot, gs[gi-1].key, g.key)
 			}
 			if t.kind == Set && len(g.objs) != 1 {
-				c.add("bucket", int64(e.ptr), "slot %d: set key %v has %d objects", slot, g.key, len(g.objs))
+				c.add("bucket", e.ptr, "slot %d: set key %v has %d objects", slot, g.key, len(g.objs))
 			}
 			if t.kind == Bag && !c.structural {
 				for i := range g.objs {
 					for j := i + 1; j < len(g.objs); j++ {
 						if etf.Equal(g.objs[i].term, g.objs[j].term) {
-							c.add("bucket", int64(e.ptr), "slot %d: bag key %v holds an object twice", slot, g.key)
+							c.add("bucket", e.ptr, "slot %d: bag key %v holds an object twice", slot, g.key)
 						}
 					}
 				}
 			}
 			keys++
-			objects += uint32(len(g.objs))
+			objects += uint64(len(g.objs))
 		}
 	}
 	if objects != t.h.noObjects || keys != t.h.noKeys {

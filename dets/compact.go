@@ -57,9 +57,9 @@ func (t *Table) compactTail() error {
 			budget--
 			continue
 		}
-		ptr, ok := t.bud.allocBelow(int64(top.e.size), int64(top.e.ptr))
+		ptr, ok := t.bud.allocBelow(top.e.size, top.e.ptr)
 		if !ok {
-			t.lowerEnd(int64(top.e.ptr) + int64(top.e.size))
+			t.lowerEnd(top.e.ptr + top.e.size)
 			return nil
 		}
 		if err := t.moveBucket(top, ptr); err != nil {
@@ -81,18 +81,18 @@ func (t *Table) compactTail() error {
 func (t *Table) moveTopTable(end int64) (moved bool, err error) {
 	a := end - segmentSize
 	ptrOff := int64(-1)
-	var repoint func(uint32)
+	var repoint func(int64)
 	for s, sa := range t.segs {
 		if int64(sa) == a {
 			ptrOff = int64(t.parts[s/segsPerPart]) + 4*int64(s%segsPerPart)
-			repoint = func(na uint32) { t.segs[s] = na }
+			repoint = func(na int64) { t.segs[s] = na }
 			break
 		}
 	}
 	for p, pa := range t.parts {
 		if ptrOff < 0 && pa != 0 && int64(pa) == a {
 			ptrOff = partTableOff + 4*int64(p)
-			repoint = func(na uint32) { t.parts[p] = na }
+			repoint = func(na int64) { t.parts[p] = uint32(na) }
 		}
 	}
 	ptr, ok := int64(0), false
@@ -116,7 +116,7 @@ func (t *Table) moveTopTable(end int64) (moved bool, err error) {
 	if err := t.writeAt(pb[:], ptrOff); err != nil {
 		return false, err
 	}
-	repoint(uint32(ptr))
+	repoint(ptr)
 	t.bud.freeBlock(a, segmentSize)
 	if f := t.tune.blockMoved; f != nil {
 		f()
@@ -136,7 +136,7 @@ func (t *Table) lowerEnd(end int64) {
 }
 
 type topBucket struct {
-	slot uint32
+	slot uint64
 	e    slotEntry
 }
 
@@ -187,11 +187,11 @@ func (t *Table) topBucket(end int64) (topBucket, bool, error) {
 		if err != nil {
 			return topBucket{}, false, err
 		}
-		gs, berr := parseRaw(t.kind, t.keyPos, b[bucketHeaderSize:])
+		gs, _, berr := t.parseBucket(b[bucketHeaderSize:], nil, nil)
 		if berr != nil || len(gs) == 0 {
 			continue
 		}
-		hv, err := groupHash(&gs[0], t.keyPos)
+		hv, err := t.hashGroup(&gs[0])
 		if err != nil {
 			continue
 		}
@@ -200,7 +200,7 @@ func (t *Table) topBucket(end int64) (topBucket, bool, error) {
 		if err != nil {
 			return topBucket{}, false, err
 		}
-		if e == (slotEntry{uint32(size), uint32(a)}) {
+		if e == (slotEntry{size, a}) {
 			return topBucket{slot, e}, true, nil
 		}
 	}
@@ -210,14 +210,14 @@ func (t *Table) topBucket(end int64) (topBucket, bool, error) {
 // moveBucket copies the top bucket to the block at ptr, already allocated,
 // marks the old block FREE and repoints the slot (writeGroups' order).
 func (t *Table) moveBucket(top topBucket, ptr int64) error {
-	size := int64(top.e.size)
+	size := top.e.size
 	if int64(cap(t.wbuf)) < size {
 		t.wbuf = make([]byte, size)
 	}
 	b := t.wbuf[:size]
-	if err := t.readAt(b, int64(top.e.ptr)); err != nil {
+	if err := t.readAt(b, top.e.ptr); err != nil {
 		t.bud.freeBlock(ptr, size) // nothing written: the free lists stay exact
-		return t.ioErr("bucket", int64(top.e.ptr), err)
+		return t.ioErr("bucket", top.e.ptr, err)
 	}
 	if err := t.writeAt(b, ptr); err != nil {
 		return err
@@ -229,5 +229,5 @@ func (t *Table) moveBucket(top topBucket, ptr int64) error {
 	if f := t.tune.blockMoved; f != nil {
 		f()
 	}
-	return t.setEntry(top.slot, slotEntry{top.e.size, uint32(ptr)})
+	return t.setEntry(top.slot, slotEntry{top.e.size, ptr})
 }

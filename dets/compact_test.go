@@ -73,7 +73,7 @@ func TestCompactTailFixedPoint(t *testing.T) {
 				t.Errorf("data ends at %d, the top bucket at %d", got, want)
 			}
 			for c := buddyClass(int64(top.e.size)); c <= maxBuddyClass; c++ {
-				if l := ro.bud.free[c]; len(l) > 0 && l[0] < top.e.ptr {
+				if l := ro.bud.free[c]; len(l) > 0 && int64(l[0]) < top.e.ptr {
 					t.Errorf("a free block of class %d at %d lies below the top bucket at %d (class %d)", c, l[0], top.e.ptr, buddyClass(int64(top.e.size)))
 				}
 			}

@@ -74,21 +74,27 @@ const (
 	trailerSize      = 4
 )
 
-// header is the decoded 188-byte file header.
+// shape is the part of a table's header that the engine shares between
+// formats: the linear-hashing state (docs/format-otp9.md §6) and the counts.
+// It is 64-bit wide; the otp9 codec narrows it to the file's 32-bit words,
+// which validate and the writers keep in range.
+type shape struct {
+	m, n, next         uint64 // next = m + n slots in use
+	minSlots, maxSlots uint64
+	noObjects, noKeys  uint64
+}
+
+// header is the decoded 188-byte otp9 file header; its shape (promoted
+// fields) is the engine's state while the table is open.
 type header struct {
+	shape
 	freelistsPtr uint32
 	cookie       uint32
 	closed       uint32
 	typ          uint32
 	version      uint32
-	m, next      uint32
 	keyPos       uint32
-	noObjects    uint32
-	noKeys       uint32
-	minSlots     uint32
-	maxSlots     uint32
 	hashMethod   uint32
-	n            uint32
 	counters     [numCounters]uint32
 	md5          [16]byte
 	hasMD5       bool // md5 field is non-zero (format 9(c) and later)
@@ -106,15 +112,16 @@ func decodeHeader(b []byte) header {
 	h.closed = u(offClosed)
 	h.typ = u(offType)
 	h.version = u(offVersion)
-	h.m = u(offM)
-	h.next = u(offNext)
+	w := func(off int) uint64 { return uint64(be.Uint32(b[off:])) }
+	h.m = w(offM)
+	h.next = w(offNext)
 	h.keyPos = u(offKeyPos)
-	h.noObjects = u(offNoObjects)
-	h.noKeys = u(offNoKeys)
-	h.minSlots = u(offMinSlots)
-	h.maxSlots = u(offMaxSlots)
+	h.noObjects = w(offNoObjects)
+	h.noKeys = w(offNoKeys)
+	h.minSlots = w(offMinSlots)
+	h.maxSlots = w(offMaxSlots)
 	h.hashMethod = u(offHashMethod)
-	h.n = u(offN)
+	h.n = w(offN)
 	for i := range h.counters {
 		h.counters[i] = u(offCounters + 4*i)
 	}
@@ -126,23 +133,25 @@ func decodeHeader(b []byte) header {
 
 // encode writes the header into b[:headerSize], computing the MD5 when the
 // header has one (a file opened with a zero MD5 keeps writing zeros, as OTP
-// does).
+// does). The shape's values fit in 32 bits in an otp9 table: its slots are
+// at most maxSlotsLimit and its file below 2 GiB bounds the counts.
 func (h *header) encode(b []byte) {
 	p := func(off int, v uint32) { be.PutUint32(b[off:], v) }
+	w := func(off int, v uint64) { be.PutUint32(b[off:], uint32(v)) }
 	p(offFreelistsPtr, h.freelistsPtr)
 	p(offCookie, cookie)
 	p(offClosed, h.closed)
 	p(offType, h.typ)
 	p(offVersion, formatVersion)
-	p(offM, h.m)
-	p(offNext, h.next)
+	w(offM, h.m)
+	w(offNext, h.next)
 	p(offKeyPos, h.keyPos)
-	p(offNoObjects, h.noObjects)
-	p(offNoKeys, h.noKeys)
-	p(offMinSlots, h.minSlots)
-	p(offMaxSlots, h.maxSlots)
+	w(offNoObjects, h.noObjects)
+	w(offNoKeys, h.noKeys)
+	w(offMinSlots, h.minSlots)
+	w(offMaxSlots, h.maxSlots)
 	p(offHashMethod, h.hashMethod)
-	p(offN, h.n)
+	w(offN, h.n)
 	for i, c := range h.counters {
 		p(offCounters+4*i, c)
 	}
@@ -203,7 +212,7 @@ func checkHeader(b []byte, fileSize int64, trailer uint32) (header, headerState,
 // validate checks the linear-hashing invariants (§6.2) and sane bounds on a
 // header whose checkHeader verdict was hdrOK. fileSize is the file length.
 func (h *header) validate(fileSize int64) string {
-	isPow2 := func(v uint32) bool { return v != 0 && v&(v-1) == 0 }
+	isPow2 := func(v uint64) bool { return v != 0 && v&(v-1) == 0 }
 	switch {
 	case h.keyPos < 1:
 		return "key position 0"
@@ -259,8 +268,8 @@ func counterIndex(size int64) int {
 // buddyClass maps an allocation size to its buddy class (block 2^(class-1)).
 func buddyClass(size int64) int { return 1 + log2ceil(size) }
 
-// slotOf maps a phash2 value to a slot (§6.1).
-func slotOf(h uint32, m, n uint32) uint32 {
+// slotOf maps a key hash to a slot (§6.1).
+func slotOf(h, m, n uint64) uint64 {
 	s := h & (m - 1)
 	if s < n {
 		s = h & (2*m - 1)
@@ -271,9 +280,9 @@ func slotOf(h uint32, m, n uint32) uint32 {
 // pow2ceil returns the smallest power of two >= v (v >= 1).
 func pow2ceil(v int64) int64 { return 1 << log2ceil(v) }
 
-// layoutFor returns linear-hash parameters for a table with next slots
+// hashParamsFor returns linear-hash parameters for a table with next slots
 // (a multiple of 256): M is the largest power of two <= next, N = next - M.
-func layoutFor(next uint32) (m, n uint32) {
+func hashParamsFor(next uint64) (m, n uint64) {
 	m = 1
 	for m*2 <= next {
 		m *= 2

@@ -46,10 +46,11 @@ func TestHeaderRoundTrip(t *testing.T) {
 	seed := testSeed(t)
 	r := rand.New(rand.NewSource(seed))
 	for range 200 {
+		u := func() uint64 { return uint64(r.Uint32()) }
 		h := header{
 			freelistsPtr: r.Uint32(), closed: uint32(r.Intn(2)), typ: uint32(1 + r.Intn(3)),
-			m: r.Uint32(), next: r.Uint32(), keyPos: r.Uint32(), noObjects: r.Uint32(), noKeys: r.Uint32(),
-			minSlots: r.Uint32(), maxSlots: r.Uint32(), hashMethod: uint32(r.Intn(2)), n: r.Uint32(),
+			shape:  shape{m: u(), next: u(), noObjects: u(), noKeys: u(), minSlots: u(), maxSlots: u(), n: u()},
+			keyPos: r.Uint32(), hashMethod: uint32(r.Intn(2)),
 			hasMD5: r.Intn(4) != 0, flBase: r.Uint32(),
 		}
 		for i := range h.counters {
@@ -75,7 +76,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 }
 
 func TestCheckHeaderOrder(t *testing.T) {
-	h := header{typ: typeSet, m: 256, next: 256, keyPos: 1, minSlots: 256, maxSlots: 1 << 25, hashMethod: hashPhash2, hasMD5: true, closed: closedProperly}
+	h := header{typ: typeSet, shape: shape{m: 256, next: 256, minSlots: 256, maxSlots: 1 << 25}, keyPos: 1, hashMethod: hashPhash2, hasMD5: true, closed: closedProperly}
 	enc := func(mut func(b []byte)) []byte {
 		b := make([]byte, headerSize)
 		hh := h
@@ -110,14 +111,14 @@ func TestCheckHeaderOrder(t *testing.T) {
 }
 
 func TestLayoutFor(t *testing.T) {
-	for next := uint32(256); next <= 1<<20; next += 256 {
-		m, n := layoutFor(next)
+	for next := uint64(256); next <= 1<<20; next += 256 {
+		m, n := hashParamsFor(next)
 		if m&(m-1) != 0 || n >= m || m+n != next {
-			t.Fatalf("layoutFor(%d) = %d, %d", next, m, n)
+			t.Fatalf("hashParamsFor(%d) = %d, %d", next, m, n)
 		}
 	}
 	// docs/format-otp9.md §6.1 vectors: phash2(<<"key">>)=6681389 -> 45, a -> 97, 42 -> 152.
-	for _, c := range [][2]uint32{{6681389, 45}, {97, 97}, {30328728, 152}} {
+	for _, c := range [][2]uint64{{6681389, 45}, {97, 97}, {30328728, 152}} {
 		if s := slotOf(c[0], 256, 0); s != c[1] {
 			t.Errorf("slot of %d = %d, want %d", c[0], s, c[1])
 		}

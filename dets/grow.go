@@ -13,7 +13,7 @@ import (
 // maybeGrow adds segments while there are more keys than slots (OTP's goal
 // slots >= keys, reached eagerly here) and the maximum allows.
 func (t *Table) maybeGrow() error {
-	for t.h.noKeys > t.h.next && t.h.next < t.h.maxSlots {
+	for t.h.noKeys > uint64(t.lay.keysPerSlot)*t.h.next && t.h.next < t.h.maxSlots {
 		if err := t.grow(); err != nil {
 			if errors.Is(err, ErrFileTooLarge) && !errors.Is(err, errInconsistent) {
 				return nil // no room for a segment: stay at this size
@@ -80,25 +80,25 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		return err
 	}
 	t.touchBuckets(olds[:])
-	news := new([slotsPerSeg]slotEntry)
+	news := new([slotsPerSeg]slotWord)
 	sc := getScratch()
 	defer putScratch(sc)
 	fresh := &sc.fresh
 	fresh.reset()
-	var freed []slotEntry
+	freed := sc.freed[:0] // at most a segment's worth, kept for reuse
 	oldChanged := false
 	for j := range slotsPerSeg {
-		e := olds[j]
+		e := t.entryOf(olds[j])
 		if e.size == 0 {
 			continue
 		}
-		gs, _, err := t.readRawInto(n+uint32(j), sc)
+		gs, _, err := t.readRawInto(n+uint64(j), sc)
 		if err != nil {
 			return err
 		}
 		keep, move := sc.keep[:0], sc.move[:0]
 		for k := range gs {
-			h, err := groupHash(&gs[k], t.keyPos)
+			h, err := t.hashGroup(&gs[k])
 			if err != nil {
 				return err
 			}
@@ -113,11 +113,11 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		case len(move) == 0:
 			continue
 		case len(keep) == 0:
-			news[j], olds[j] = e, slotEntry{}
+			news[j], olds[j] = olds[j], 0
 			oldChanged = true
 			continue
 		}
-		size := bucketSize(t.kind, move)
+		size := t.encodedSize(move)
 		if size > 1<<31 {
 			return ErrFileTooLarge
 		}
@@ -126,25 +126,27 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 			return fmt.Errorf("%w: %s", err, t.path)
 		}
 		t.h.counters[counterIndex(size)]++
-		fresh.appendBucket(ptr, t.kind, move)
-		news[j] = slotEntry{uint32(size), uint32(ptr)}
+		fresh.appendBucket(t, ptr, n+uint64(j)+m, move)
+		news[j] = t.wordOf(slotEntry{size, ptr})
 
 		// The kept keys move too (see writeGroups: no live bucket is
 		// rewritten in place).
-		size = bucketSize(t.kind, keep)
+		size = t.encodedSize(keep)
 		ptr, err = t.bud.alloc(size)
 		if err != nil {
 			return fmt.Errorf("%w: %s", err, t.path)
 		}
 		t.h.counters[counterIndex(size)]++
-		fresh.appendBucket(ptr, t.kind, keep)
-		olds[j] = slotEntry{uint32(size), uint32(ptr)}
+		fresh.appendBucket(t, ptr, n+uint64(j), keep)
+		olds[j] = t.wordOf(slotEntry{size, ptr})
 		freed = append(freed, e)
 		oldChanged = true
 	}
 
+	sc.freed = freed
+
 	// Phase 1: the new segment, and the part pointing to it when new.
-	fresh.add(segAddr, appendEntries(fresh.scratch(segmentSize), news))
+	fresh.add(segAddr, t.appendEntries(fresh.scratch(segmentSize), news))
 	var ptrOff int64
 	if partAddr >= 0 {
 		p := seg / segsPerPart
@@ -169,11 +171,11 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 	if err := t.writeAt(b[:], ptrOff); err != nil {
 		return err
 	}
-	t.segs = append(t.segs, uint32(segAddr))
+	t.segs = append(t.segs, segAddr)
 	t.segCache = append(t.segCache, news)
 	if oldChanged {
 		var sb [segmentSize]byte
-		if err := t.writeAt(appendEntries(sb[:0], olds), int64(t.segs[oldSeg])); err != nil {
+		if err := t.writeAt(t.appendEntries(sb[:0], olds), t.segs[oldSeg]); err != nil {
 			return err
 		}
 	}
@@ -192,24 +194,23 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 }
 
 // groupHash returns the phash2 of g's key, from its encoding when it can.
-func groupHash(g *group, keyPos int) (uint32, error) {
+func groupHash(g *group, keyPos int) (uint64, error) {
 	if g.kenc != nil {
 		if h, ok := encodings.Phash2Body(g.kenc); ok {
-			return h, nil
+			return uint64(h), nil
 		}
 	}
 	k, err := g.keyTerm(keyPos)
 	if err != nil {
 		return 0, err
 	}
-	return hashTerm(k), nil
+	return uint64(hashTerm(k)), nil
 }
 
-// appendEntries appends the on-disk form of a segment's slot entries.
-func appendEntries(dst []byte, es *[slotsPerSeg]slotEntry) []byte {
-	for _, e := range es {
-		dst = be.AppendUint32(dst, e.size)
-		dst = be.AppendUint32(dst, e.ptr)
+// appendEntries appends the on-disk form of a page of slot entries.
+func (t *Table) appendEntries(dst []byte, ws *[slotsPerSeg]slotWord) []byte {
+	for _, w := range ws {
+		dst = t.appendWord(dst, w)
 	}
 	return dst
 }
@@ -246,10 +247,11 @@ func (w *writeBatch) add(off int64, b []byte) {
 	w.ws = append(w.ws, pendingWrite{off, lo, len(w.buf)})
 }
 
-// appendBucket queues the bucket holding gs for offset off.
-func (w *writeBatch) appendBucket(off int64, kind Kind, gs []group) {
+// appendBucket queues the bucket of t that holds gs as the content of
+// slot, for offset off.
+func (w *writeBatch) appendBucket(t *Table, off int64, slot uint64, gs []group) {
 	lo := len(w.buf)
-	w.buf = appendBucket(w.buf, kind, gs)
+	w.buf = t.encodeBucket(w.buf, slot, gs)
 	w.ws = append(w.ws, pendingWrite{off, lo, len(w.buf)})
 }
 
@@ -283,4 +285,4 @@ func (t *Table) flush(w *writeBatch) error {
 }
 
 // keyHash returns the phash2 of a key.
-func keyHash(k etf.Term) uint32 { return hashTerm(k) }
+func keyHash(k etf.Term) uint64 { return uint64(hashTerm(k)) }

@@ -25,7 +25,7 @@ func TestLookupChecksTheMatch(t *testing.T) {
 			key := func(i int) etf.Binary { return etf.Binary(fmt.Sprintf("key-%04d", i)) }
 			val := func(i int) etf.Binary { return etf.Binary(bytes.Repeat([]byte{byte('a' + i%26)}, 40)) }
 			// Two keys in one slot: the first key whose slot is taken.
-			bySlot := map[uint32]int{}
+			bySlot := map[uint64]int{}
 			a, b := -1, -1
 			for i := 0; b < 0; i++ {
 				if err := tab.Insert(tup(key(i), val(i))); err != nil {

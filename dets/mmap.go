@@ -212,15 +212,16 @@ func mapCopyFunc(fn func()) (ok bool) {
 // random places) would wait for each miss in turn. Files below
 // tune.touchMin are not touched. A fault ends it quietly; the reads that
 // follow report it.
-func (t *Table) touchBuckets(es []slotEntry) {
+func (t *Table) touchBuckets(ws []slotWord) {
 	if t.mm == nil || t.fileEnd < t.tune.touchMin {
 		return
 	}
 	end := min(t.size, int64(len(t.mm)))
 	var s byte
 	mapCopyFunc(func() {
-		for _, e := range es {
-			s += touchLines(t.mm, int64(e.ptr), min(int64(e.ptr)+int64(e.size), end))
+		for _, w := range ws {
+			e := t.entryOf(w)
+			s += touchLines(t.mm, e.ptr, min(e.ptr+e.size, end))
 		}
 	})
 	t.touched += s

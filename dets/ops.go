@@ -1,6 +1,7 @@
 package dets
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"iter"
@@ -52,7 +53,7 @@ func (t *Table) fail(err error) error {
 type prepared struct {
 	key  etf.Term
 	obj  object
-	hash uint32
+	hash uint64
 }
 
 func (t *Table) prepare(objs []etf.Term) ([]prepared, error) {
@@ -92,7 +93,7 @@ func (t *Table) prepareInto(sc *opScratch, objs []etf.Term) ([]prepared, error) 
 		if err != nil {
 			return nil, fmt.Errorf("%w: object %d: %w", ErrBadObject, i, err)
 		}
-		ps[i] = prepared{key: k, obj: object{term: o, enc: enc, kenc: keySpan(enc, t.keyPos)}, hash: keyHash(k)}
+		ps[i] = prepared{key: k, obj: object{term: o, enc: enc, kenc: keySpan(enc, t.keyPos)}, hash: t.hashKey(k)}
 	}
 	return ps, nil
 }
@@ -105,8 +106,9 @@ type opScratch struct {
 	gs         []group
 	objs, slab []object
 	idx        []int
-	slots      []uint32
+	slots      []uint64
 	keep, move []group
+	freed      []slotEntry
 	fresh      writeBatch
 }
 
@@ -157,7 +159,7 @@ func (t *Table) Insert(objs ...etf.Term) error {
 }
 
 func (t *Table) insertPrepared(sc *opScratch, ps []prepared) error {
-	if err := t.markDirty(); err != nil {
+	if err := t.beginWrite(); err != nil {
 		return err
 	}
 	for len(ps) > 0 {
@@ -186,7 +188,7 @@ func (t *Table) insertBatch(sc *opScratch, ps []prepared) error {
 			idx[i] = i
 			slots[i] = t.slotFor(ps[i].hash)
 		}
-		slices.SortStableFunc(idx, func(a, b int) int { return cmpInt64(int64(slots[a]), int64(slots[b])) })
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(slots[a], slots[b]) })
 	}
 	for start := 0; start < len(idx); {
 		slot := slots[idx[start]]
@@ -208,11 +210,11 @@ func (t *Table) insertBatch(sc *opScratch, ps []prepared) error {
 		sc.gs = gs
 		// Counts change only once the bucket is written, so a full file
 		// (ErrFileTooLarge) leaves them exact.
-		if err := t.writeGroups(slot, e, gs); err != nil {
+		if err := t.writeSlot(slot, e, gs); err != nil {
 			return err
 		}
-		t.h.noKeys += uint32(keys)
-		t.h.noObjects += uint32(objs)
+		t.h.noKeys += uint64(keys)
+		t.h.noObjects += uint64(objs)
 		start = end
 	}
 	return nil
@@ -242,7 +244,7 @@ func (t *Table) InsertNew(objs ...etf.Term) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := t.markDirty(); err != nil {
+	if err := t.beginWrite(); err != nil {
 		return false, t.fail(err)
 	}
 	for _, p := range ps {
@@ -273,7 +275,7 @@ func (t *Table) keyArg(key etf.Term) keyArg {
 }
 
 // lookup finds key's objects (decoded when wantObjs).
-func (t *Table) lookup(key etf.Term, hv uint32, wantObjs bool) ([]etf.Term, bool, error) {
+func (t *Table) lookup(key etf.Term, hv uint64, wantObjs bool) ([]etf.Term, bool, error) {
 	slot := t.slotFor(hv)
 	e, err := t.entry(slot)
 	if err != nil || e.size == 0 {
@@ -286,9 +288,15 @@ func (t *Table) lookup(key etf.Term, hv uint32, wantObjs bool) ([]etf.Term, bool
 	if err != nil {
 		return nil, false, err
 	}
-	objs, found, be := lookupInBody(t.kind, t.keyPos, body, &ka, wantObjs)
+	var objs []etf.Term
+	var found bool
+	var be *bucketError
+	switch t.lay.tag { // lookupBody, without its call
+	default:
+		objs, found, be = lookupInBody(t.kind, t.keyPos, body, &ka, wantObjs)
+	}
 	if be != nil {
-		return nil, false, corrupt(t.path, "object", int64(e.ptr)+int64(be.off), "slot %d: %s", slot, be.reason)
+		return nil, false, corrupt(t.path, "object", e.ptr+int64(be.off), "slot %d: %s", slot, be.reason)
 	}
 	return objs, found, nil
 }
@@ -299,7 +307,7 @@ func (t *Table) Lookup(key etf.Term) ([]etf.Term, error) {
 		return nil, err
 	}
 	defer t.mu.Unlock()
-	objs, _, err := t.lookup(key, keyHash(key), true)
+	objs, _, err := t.lookup(key, t.hashKey(key), true)
 	return objs, err
 }
 
@@ -309,7 +317,7 @@ func (t *Table) Member(key etf.Term) (bool, error) {
 		return false, err
 	}
 	defer t.mu.Unlock()
-	_, found, err := t.lookup(key, keyHash(key), false)
+	_, found, err := t.lookup(key, t.hashKey(key), false)
 	return found, err
 }
 
@@ -319,10 +327,10 @@ func (t *Table) Member(key etf.Term) (bool, error) {
 func (t *Table) modifyKey(key etf.Term, fn func(gs []group, i int, found bool) ([]group, delta, error)) error {
 	// Like OTP, any write request marks the file dirty, even one that
 	// changes nothing.
-	if err := t.markDirty(); err != nil {
+	if err := t.beginWrite(); err != nil {
 		return err
 	}
-	slot := t.slotFor(keyHash(key))
+	slot := t.slotFor(t.hashKey(key))
 	e, err := t.entry(slot)
 	if err != nil || e.size == 0 {
 		return err
@@ -337,11 +345,11 @@ func (t *Table) modifyKey(key etf.Term, fn func(gs []group, i int, found bool) (
 	if err != nil || !d.changed {
 		return err
 	}
-	if err := t.writeGroups(slot, e, gs); err != nil {
+	if err := t.writeSlot(slot, e, gs); err != nil {
 		return err
 	}
-	t.h.noKeys = uint32(int64(t.h.noKeys) + int64(d.keys))
-	t.h.noObjects = uint32(int64(t.h.noObjects) + int64(d.objs))
+	t.h.noKeys = uint64(int64(t.h.noKeys) + int64(d.keys))
+	t.h.noObjects = uint64(int64(t.h.noObjects) + int64(d.objs))
 	return t.afterWrite()
 }
 
@@ -414,7 +422,7 @@ func (t *Table) DeleteAllObjects() error {
 	defer t.mu.Unlock()
 	// Clear the closed flag (and fsync) first: otherwise a crash could
 	// keep the old "closed properly" header over the new layout.
-	if err := t.markDirty(); err != nil {
+	if err := t.beginWrite(); err != nil {
 		return t.fail(err)
 	}
 	return t.fail(t.initFile(t.h.minSlots, t.h.maxSlots))
@@ -496,7 +504,7 @@ func (t *Table) UpdateCounterIf(key etf.Term, pos int, incr int64, accept func(r
 }
 
 // slotObjects returns the decoded objects of slot, or ok=false past Next.
-func (t *Table) slotObjects(slot uint32) ([]group, bool, error) {
+func (t *Table) slotObjects(slot uint64) ([]group, bool, error) {
 	if err := t.begin(false); err != nil {
 		return nil, false, err
 	}
@@ -511,7 +519,7 @@ func (t *Table) slotObjects(slot uint32) ([]group, bool, error) {
 // Keys iterates over the keys in First/Next order.
 func (t *Table) Keys() iter.Seq2[etf.Term, error] {
 	return func(yield func(etf.Term, error) bool) {
-		for slot := uint32(0); ; slot++ {
+		for slot := uint64(0); ; slot++ {
 			gs, ok, err := t.slotObjects(slot)
 			if err != nil {
 				yield(nil, err)
@@ -542,12 +550,12 @@ func (t *Table) Next(key etf.Term) (next etf.Term, ok bool, err error) {
 	if err := t.begin(false); err != nil {
 		return nil, false, err
 	}
-	slot := t.slotFor(keyHash(key))
+	slot := t.slotFor(t.hashKey(key))
 	t.mu.Unlock()
 	return t.nextFrom(slot, key)
 }
 
-func (t *Table) nextFrom(slot uint32, after etf.Term) (etf.Term, bool, error) {
+func (t *Table) nextFrom(slot uint64, after etf.Term) (etf.Term, bool, error) {
 	for ; ; slot++ {
 		gs, ok, err := t.slotObjects(slot)
 		if err != nil || !ok {
@@ -592,11 +600,11 @@ func (t *Table) Info() (Info, error) {
 		size = t.fileEnd
 	}
 	return Info{
-		Path: t.path, Kind: t.kind, KeyPos: t.keyPos, Format: OTP9,
+		Path: t.path, Kind: t.kind, KeyPos: t.keyPos, Format: t.lay.format(),
 		Size: int(t.h.noObjects), NoKeys: int(t.h.noKeys),
 		NoSlots:  Slots{int(t.h.minSlots), int(t.h.next), int(t.h.maxSlots)},
-		FileSize: size, ReadOnly: t.readOnly, Clean: !t.dirty, Hash: "phash2",
-		ByteLimit: allocLimit,
+		FileSize: size, ReadOnly: t.readOnly, Clean: !t.dirty, Hash: t.lay.hashName(),
+		ByteLimit: t.lay.byteLimit(),
 	}, nil
 }
 
@@ -670,12 +678,12 @@ func (t *Table) Close() error {
 // readRaw reads the bucket of slot into groups without decoding objects
 // (see parseRaw). The groups alias t.rbuf: they are valid until the next
 // bucket read.
-func (t *Table) readRaw(slot uint32) ([]group, slotEntry, error) {
+func (t *Table) readRaw(slot uint64) ([]group, slotEntry, error) {
 	return t.readRawInto(slot, nil)
 }
 
 // readRawInto is readRaw; with sc the groups reuse sc's buffers.
-func (t *Table) readRawInto(slot uint32, sc *opScratch) ([]group, slotEntry, error) {
+func (t *Table) readRawInto(slot uint64, sc *opScratch) ([]group, slotEntry, error) {
 	e, err := t.entry(slot)
 	if err != nil || e.size == 0 {
 		if sc != nil {
@@ -689,14 +697,19 @@ func (t *Table) readRawInto(slot uint32, sc *opScratch) ([]group, slotEntry, err
 	}
 	var gs []group
 	var be *bucketError
+	var objs []object
 	if sc != nil {
-		gs, sc.objs, be = parseRawInto(t.kind, t.keyPos, body, sc.gs, sc.objs)
-		sc.gs = gs
-	} else {
-		gs, be = parseRaw(t.kind, t.keyPos, body)
+		gs, objs = sc.gs, sc.objs
+	}
+	switch t.lay.tag { // parseBucket, without its call
+	default:
+		gs, objs, be = parseRawInto(t.kind, t.keyPos, body, gs, objs)
+	}
+	if sc != nil {
+		sc.gs, sc.objs = gs, objs
 	}
 	if be != nil {
-		return nil, e, corrupt(t.path, "object", int64(e.ptr)+int64(be.off), "slot %d: %s", slot, be.reason)
+		return nil, e, corrupt(t.path, "object", e.ptr+int64(be.off), "slot %d: %s", slot, be.reason)
 	}
 	return gs, e, nil
 }

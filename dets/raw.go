@@ -40,13 +40,13 @@ func (t *Table) LookupRaw(key []byte, fn func(obj []byte) error) error {
 }
 
 // rawKey checks a key encoding and returns it as a keyArg with its hash.
-func rawKey(key []byte) (keyArg, uint32, error) {
+func rawKey(key []byte) (keyArg, uint64, error) {
 	if err := etf.Validate(key); err != nil {
 		return keyArg{}, 0, fmt.Errorf("%w: key is not a term encoding: %w", ErrBadArgument, err)
 	}
 	ka := keyArg{enc: key[1:]}
 	if hv, ok := encodings.Phash2Body(ka.enc); ok && key[1] != compressedTag {
-		return ka, hv, nil
+		return ka, uint64(hv), nil
 	}
 	k, err := decodeTerm(key)
 	if err != nil { // unreachable after Validate; stay safe
@@ -60,7 +60,7 @@ func rawKey(key []byte) (keyArg, uint32, error) {
 }
 
 // rawLookup calls fn with each checked object under ka (t.mu held).
-func (t *Table) rawLookup(ka *keyArg, hv uint32, fn func(obj []byte) error) error {
+func (t *Table) rawLookup(ka *keyArg, hv uint64, fn func(obj []byte) error) error {
 	slot := t.slotFor(hv)
 	e, err := t.entry(slot)
 	if err != nil || e.size == 0 {
@@ -336,7 +336,7 @@ func (t *Table) prepareRaw(obj []byte) (prepared, error) {
 	var key etf.Term
 	if o.kenc != nil {
 		if hv, ok := encodings.Phash2Body(o.kenc); ok {
-			return prepared{obj: o, hash: hv}, nil
+			return prepared{obj: o, hash: uint64(hv)}, nil
 		}
 		var err error
 		if key, err = encodings.DecodeBody(o.kenc); err != nil {

@@ -282,11 +282,11 @@ func (p *repairPlan) shape() error {
 		}
 		p.kind, p.keyPos = p.wantKind, p.wantKeyPos
 	}
-	isPow2 := func(v uint32) bool { return v != 0 && v&(v-1) == 0 }
+	isPow2 := func(v uint64) bool { return v != 0 && v&(v-1) == 0 }
 	minS, maxS := uint32(defaultMinSlots), uint32(defaultMaxSlots)
 	if p.trusted && isPow2(h.minSlots) && isPow2(h.maxSlots) && h.minSlots >= slotsPerSeg &&
 		h.maxSlots <= maxSlotsLimit && h.minSlots <= h.maxSlots {
-		minS, maxS = h.minSlots, h.maxSlots
+		minS, maxS = uint32(h.minSlots), uint32(h.maxSlots) // at most maxSlotsLimit
 	}
 	if p.wantMinSlots != 0 {
 		minS = p.wantMinSlots
@@ -343,15 +343,16 @@ func (p *repairPlan) scan() error {
 func (p *repairPlan) sizeSlots() {
 	next := (p.sketch.estimate() + slotsPerSeg - 1) / slotsPerSeg * slotsPerSeg
 	p.next = min(max(next, int64(p.minSlots)), int64(p.maxSlots))
-	p.m, p.n = layoutFor(uint32(p.next))
+	m, n := hashParamsFor(uint64(p.next))
+	p.m, p.n = uint32(m), uint32(n) // next is at most maxSlotsLimit
 	p.stats.Slots = p.next
 }
 
 // sort orders the index by (new slot, file offset), in memory or through
 // PATH.TMP.sort (docs/repair.md §5).
 func (p *repairPlan) sort() error {
-	m, n := p.m, p.n
-	order, err := p.idx.sorted(func(e repairEntry) uint32 { return slotOf(e.hash, m, n) }, uint32(p.next), p.data)
+	m, n := uint64(p.m), uint64(p.n)
+	order, err := p.idx.sorted(func(e repairEntry) uint32 { return uint32(slotOf(uint64(e.hash), m, n)) }, uint32(p.next), p.data)
 	p.order = order
 	p.stats.ExternalSort = p.idx.spilled
 	return err

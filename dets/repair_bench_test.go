@@ -191,9 +191,9 @@ func BenchmarkSlotOrder(b *testing.B) {
 		for i := range es {
 			es[i] = repairEntry{off: uint64(8 + 250*i), n: 100, hash: r.Uint32()}
 		}
-		nslots := uint32((n + slotsPerSeg - 1) / slotsPerSeg * slotsPerSeg)
-		m, nn := layoutFor(nslots)
-		slot := func(e repairEntry) uint32 { return slotOf(e.hash, m, nn) }
+		nslots := uint64((n + slotsPerSeg - 1) / slotsPerSeg * slotsPerSeg)
+		m, nn := hashParamsFor(nslots)
+		slot := func(e repairEntry) uint32 { return uint32(slotOf(uint64(e.hash), m, nn)) }
 		for _, levels := range []int{1, 2} {
 			b.Run(fmt.Sprintf("n=%d/levels=%d", n, levels), func(b *testing.B) {
 				twoLevelMax := 0
@@ -201,7 +201,7 @@ func BenchmarkSlotOrder(b *testing.B) {
 					twoLevelMax = n
 				}
 				for b.Loop() {
-					if _, _, ok := slotOrder(es, slot, nslots, twoLevelMax); !ok {
+					if _, _, ok := slotOrder(es, slot, uint32(nslots), twoLevelMax); !ok {
 						b.Fatal("no slot order")
 					}
 				}

@@ -72,7 +72,7 @@ func rsCheckPacked(t *testing.T, path string) {
 }
 
 // rsNext returns the slot count in the header of the file at path.
-func rsNext(t *testing.T, path string) uint32 {
+func rsNext(t *testing.T, path string) uint64 {
 	t.Helper()
 	return decodeHeader(readFileT(t, path)[:headerSize]).next
 }

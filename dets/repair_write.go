@@ -688,10 +688,13 @@ func (w *tableWriter) finish() error {
 	// Header, reserved bytes and part table.
 	hb := make([]byte, baseAddr)
 	h := header{
+		shape: shape{
+			m: uint64(w.m), next: uint64(w.next), n: uint64(w.n),
+			noObjects: uint64(w.objects), noKeys: uint64(w.keys),
+			minSlots: uint64(w.minSlots), maxSlots: uint64(w.maxSlots),
+		},
 		freelistsPtr: uint32(flp), closed: closedProperly, typ: uint32(w.kind),
-		m: w.m, next: w.next, n: w.n, keyPos: uint32(w.keyPos),
-		noObjects: uint32(w.objects), noKeys: uint32(w.keys),
-		minSlots: w.minSlots, maxSlots: w.maxSlots, hashMethod: hashPhash2,
+		keyPos: uint32(w.keyPos), hashMethod: hashPhash2,
 		counters: w.counters, hasMD5: true,
 	}
 	h.encode(hb)

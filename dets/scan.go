@@ -62,12 +62,15 @@ const (
 	scanSortDigit = 11 // bits per radix-sort pass (3 passes for 32 bits)
 )
 
-func scanPack(slot uint32, e slotEntry) uint64 {
-	return uint64(e.ptr)<<32 | uint64(bits.Len32(e.size-1))<<scanSlotBits | uint64(slot)
+// scanPack packs an otp9 slot entry: its pointer is below 2^31 and its
+// slot below maxSlotsLimit, which the packing relies on. A format with
+// wider offsets or more slots needs entries of its own.
+func scanPack(slot uint64, e slotEntry) uint64 {
+	return uint64(e.ptr)<<32 | uint64(bits.Len64(uint64(e.size-1)))<<scanSlotBits | slot
 }
 
 func scanPtr(x uint64) int64   { return int64(x >> 32) }
-func scanSlot(x uint64) uint32 { return uint32(x) & scanSlotMask }
+func scanSlot(x uint64) uint64 { return x & scanSlotMask }
 func scanBlock(x uint64) int64 { return 1 << (x >> scanSlotBits & scanClassMask) }
 func scanEnd(x uint64) int64   { return scanPtr(x) + scanBlock(x) }
 func plausibleEntry(e slotEntry, fileEnd int64) bool {
@@ -77,7 +80,7 @@ func plausibleEntry(e slotEntry, fileEnd int64) bool {
 // scanState is the reusable state of one traversal (see scanPool).
 type scanState struct {
 	ents, tmp []uint64    // the window's packed entries; sort scratch
-	sizes     []uint32    // the bucket size of each of ents
+	sizes     []uint32    // the bucket size of each of ents (otp9's fit in 32 bits)
 	tmpSizes  []uint32    // sort scratch
 	at32      []uint32    // placeByPtr's entry at each block
 	at        uint64      // t.changes when ents were collected
@@ -99,9 +102,10 @@ type scanState struct {
 // scanRef locates the body of one bucket of the current read, or its
 // objects already decoded.
 type scanRef struct {
-	slot, ptr uint32 // for error messages
-	where     uint8  // inBuf, inExtra or inOut
-	off, n    int    // bytes of buf or extra, or objects of out
+	slot   uint64 // for error messages
+	ptr    int64
+	where  uint8 // inBuf, inExtra or inOut
+	off, n int   // bytes of buf or extra, or objects of out
 }
 
 const (
@@ -200,7 +204,7 @@ func (t *Table) All() iter.Seq2[etf.Term, error] {
 type scanWindow struct {
 	slots     bool
 	lo, width int64
-	from      uint32
+	from      uint64
 	full      bool   // a window left entries out: the slot pass must run
 	changes   uint64 // t.changes at the first window
 }
@@ -213,11 +217,11 @@ func (t *Table) scanCollect(st *scanState, w *scanWindow) (bool, error) {
 	}
 	defer t.mu.Unlock()
 	st.kind, st.keyPos = t.kind, t.keyPos
-	if n := int(t.h.next+63) / 64; len(st.visited) < n {
+	if n := int((t.h.next + 63) / 64); len(st.visited) < n {
 		st.visited = append(st.visited, make([]uint64, n-len(st.visited))...)
 	}
 	next := t.h.next
-	from, to := uint32(0), next
+	from, to := uint64(0), next
 	lo, hi := int64(0), int64(math.MaxInt64)
 	if !w.slots {
 		if w.width == 0 {
@@ -263,8 +267,8 @@ func (t *Table) scanCollect(st *scanState, w *scanWindow) (bool, error) {
 		}
 		ents, sizes = ents[:cap(ents)], sizes[:cap(ents)]
 		for end := s + m; s < end; i, s = i+1, s+1 {
-			e := seg[i]
-			ents[n], sizes[n] = scanPack(s, e), e.size
+			e := t.entryOf(seg[i])
+			ents[n], sizes[n] = scanPack(s, e), uint32(e.size)
 			n += b2i(e.size != 0) & b2i(uint64(int64(e.ptr)-lo) < width) & int(^st.visited[s/64]>>(s%64))
 		}
 	}
@@ -425,7 +429,7 @@ func (t *Table) scanRead(st *scanState, ents []uint64, sizes []uint32) error {
 			continue
 		}
 		st.visited[s/64] |= 1 << (s % 64)
-		e := slotEntry{size: sizes[k], ptr: uint32(scanPtr(x))}
+		e := slotEntry{size: int64(sizes[k]), ptr: scanPtr(x)}
 		if !unchanged {
 			var err error
 			if e, err = t.entry(s); err != nil {
@@ -433,11 +437,11 @@ func (t *Table) scanRead(st *scanState, ents []uint64, sizes []uint32) error {
 			}
 		}
 		cur[k] = e
-		if p := scanPtr(x); int64(e.ptr) == p && plausibleEntry(e, t.fileEnd) {
+		if p := scanPtr(x); e.ptr == p && plausibleEntry(e, t.fileEnd) {
 			if lo < 0 {
 				lo = p
 			}
-			hi = max(hi, p+int64(e.size))
+			hi = max(hi, p+e.size)
 		}
 	}
 	if lo >= 0 && st.kind == Set && t.mm != nil && hi <= t.size && hi <= int64(len(t.mm)) {
@@ -473,9 +477,9 @@ func (t *Table) scanRefs(st *scanState, ents []uint64, w []byte, lo int64, decod
 		if e.size == 0 {
 			continue
 		}
-		if p := scanPtr(x); w != nil && int64(e.ptr) == p && plausibleEntry(e, t.fileEnd) {
-			b := w[p-lo : p-lo+int64(e.size)]
-			if be.Uint32(b) == e.size && be.Uint32(b[4:]) == statusActive {
+		if p := scanPtr(x); w != nil && e.ptr == p && plausibleEntry(e, t.fileEnd) {
+			b := w[p-lo : p-lo+e.size]
+			if int64(be.Uint32(b)) == e.size && be.Uint32(b[4:]) == statusActive {
 				body := b[bucketHeaderSize:]
 				switch a := len(st.out); {
 				case !decode:
@@ -586,7 +590,7 @@ func (t *Table) scanDecode(st *scanState, r scanRef) ([]etf.Term, error) {
 	st.objs = objs
 	if bErr != nil {
 		clear(objs)
-		err := corrupt(t.path, "object", int64(r.ptr)+int64(bErr.off), "slot %d: %s", r.slot, bErr.reason)
+		err := corrupt(t.path, "object", r.ptr+int64(bErr.off), "slot %d: %s", r.slot, bErr.reason)
 		t.mu.Lock()
 		t.fail(err)
 		t.mu.Unlock()

@@ -28,11 +28,11 @@ func scanAll(t testing.TB, tab *Table) []etf.Term {
 }
 
 // objectPtrs maps each key (as its encoding) to the pointer of its bucket.
-func objectPtrs(t testing.TB, tab *Table, objs []etf.Term) map[string]uint32 {
+func objectPtrs(t testing.TB, tab *Table, objs []etf.Term) map[string]int64 {
 	t.Helper()
 	tab.mu.Lock()
 	defer tab.mu.Unlock()
-	m := make(map[string]uint32, len(objs))
+	m := make(map[string]int64, len(objs))
 	for _, o := range objs {
 		k, _ := keyOf(o, tab.keyPos)
 		e, err := tab.entry(tab.slotFor(keyHash(k)))
@@ -77,7 +77,7 @@ func TestAllFileOrder(t *testing.T) {
 				t.Fatalf("All differs from the model: %s", d)
 			}
 			ptrs := objectPtrs(t, tab, got)
-			var last uint32
+			var last int64
 			for i, o := range got {
 				k, _ := keyOf(o, 1)
 				p := ptrs[encKey(t, k)]
@@ -130,7 +130,7 @@ func testAllWindows(t *testing.T, windows func(Options) Options) {
 	}
 	// Nothing changed meanwhile: ascending addresses throughout.
 	ptrs := objectPtrs(t, tab, got)
-	last := uint32(0)
+	last := int64(0)
 	for _, o := range got {
 		k, _ := keyOf(o, 1)
 		p := ptrs[encKey(t, k)]
@@ -429,7 +429,7 @@ func TestAllCorruptLaterObject(t *testing.T) {
 			}
 			// A bucket holding several keys, and those keys.
 			tab.mu.Lock()
-			bySlot := map[uint32][]string{}
+			bySlot := map[uint64][]string{}
 			for i := range 3000 {
 				k := fmt.Sprint("k", i)
 				s := tab.slotFor(keyHash(etf.Binary(k)))
@@ -522,7 +522,7 @@ func TestScanSortByPtr(t *testing.T) {
 			seen := map[uint64]bool{}
 			for len(st.ents) < n {
 				ptr := 1336 + step*r.Int63n(min(1<<31/step-1, int64(4*n)+1))
-				x := scanPack(uint32(r.Intn(1<<scanSlotBits)), slotEntry{size: 200, ptr: uint32(ptr)})
+				x := scanPack(uint64(r.Intn(1<<scanSlotBits)), slotEntry{size: 200, ptr: ptr})
 				if seen[x] {
 					continue
 				}
@@ -588,9 +588,9 @@ func TestScanPlaceByPtr(t *testing.T) {
 			r.Shuffle(n, func(i, j int) { ks[i], ks[j] = ks[j], ks[i] })
 			var st scanState
 			for _, k := range ks {
-				e := slotEntry{size: uint32(k) + 1, ptr: uint32(1336 + 256*k)}
-				st.ents = append(st.ents, scanPack(uint32(r.Intn(1<<scanSlotBits)), e))
-				st.sizes = append(st.sizes, e.size)
+				e := slotEntry{size: int64(k) + 1, ptr: int64(1336 + 256*k)}
+				st.ents = append(st.ents, scanPack(uint64(r.Intn(1<<scanSlotBits)), e))
+				st.sizes = append(st.sizes, uint32(e.size))
 			}
 			before := slices.Clone(st.ents)
 			hi := uint64(1336 + 256*(c.blocks-1))

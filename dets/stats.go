@@ -93,16 +93,17 @@ type statsWalk struct {
 func (w *statsWalk) buckets() error {
 	t := w.t
 	w.perSize = map[int64]int64{}
-	for s := range uint32(len(t.segs)) {
+	for s := range uint64(len(t.segs)) {
 		seg, err := t.segment(s)
 		if err != nil {
 			return err
 		}
-		for i, e := range seg {
-			slot := s*slotsPerSeg + uint32(i)
+		for i, word := range seg {
+			slot := s*slotsPerSeg + uint64(i)
 			if slot >= t.h.next {
 				break
 			}
+			e := t.entryOf(word)
 			if e.size == 0 {
 				w.perSize[0]++
 				continue
@@ -286,7 +287,7 @@ func (s Stats) CompactedSize() int64 {
 	if s.Slots.Min <= 0 || s.Slots.Max <= 0 {
 		return 0
 	}
-	next := int64(nextForKeys(s.Keys, uint32(s.Slots.Min), uint32(s.Slots.Max)))
+	next := int64(nextForKeys(s.Keys, uint64(s.Slots.Min), uint64(s.Slots.Max)))
 	segs := next / slotsPerSeg
 	parts := (segs + segsPerPart - 1) / segsPerPart
 	used := parts*partSize + segs*segmentSize + s.BlockBytes

@@ -24,21 +24,22 @@ type Table struct {
 	live     bool // set once an open succeeds, cleared by Close: the zero Table is closed
 
 	durability  Durability
-	err         error // sticky error mode (see fail)
-	writeFailed bool  // a write, fsync or truncation failed: the file may hold part of a change
+	err         error  // sticky error mode (see fail)
+	writeFailed bool   // a write, fsync or truncation failed: the file may hold part of a change
+	lay         layout // the file format's constants and operations (layout.go)
 
 	kind   Kind
 	keyPos int
 	h      header // in-memory header; counts and counters are kept exact
 
 	bud        *buddy
-	parts      [numParts]uint32
-	segs       []uint32                  // segment addresses, len = next/256
-	segCache   []*[slotsPerSeg]slotEntry // lazily read slot entries
-	entryReads int                       // slot entries read one by one (entry)
-	fileEnd    int64                     // end of data (EOF while dirty)
-	dirty      bool                      // on-disk flag is "not closed"
-	hdrKeys    uint32                    // noKeys at the last header write
+	parts      [numParts]uint32         // otp9's part table (32-bit like its file; a format of its own keeps its own)
+	segs       []int64                  // segment addresses, one per 1<<lay.segShift slots
+	segCache   []*[slotsPerSeg]slotWord // lazily read slot entries, in pages of 256 (see segment)
+	entryReads int                      // slot entries read one by one (entry)
+	fileEnd    int64                    // end of data (EOF while dirty)
+	dirty      bool                     // on-disk flag is "not closed"
+	hdrKeys    uint64                   // noKeys at the last header write
 
 	freedSinceSave int // buckets freed since the last save: compactTail's budget
 
@@ -65,7 +66,9 @@ type Table struct {
 	tune tuning // thresholds in force (tuning.go)
 }
 
-type slotEntry struct{ size, ptr uint32 }
+// slotEntry is a decoded slot entry: the bucket's size and offset (both
+// zero for an empty slot). otp9's entries hold them in 32 bits each.
+type slotEntry struct{ size, ptr int64 }
 
 // Open opens the DETS table in path, creating it unless opts.ReadOnly is
 // set. The file's header decides, with opts, whether it opens as it is,
@@ -165,7 +168,7 @@ func openExisting(fsys FS, path string, f File, opts *Options) (*Table, *repairR
 			return nil, nil, err
 		}
 	}
-	t := &Table{path: path, fsys: fsys, f: f, readOnly: opts.ReadOnly, durability: opts.Durability, tune: opts.tuned()}
+	t := &Table{path: path, fsys: fsys, f: f, lay: layoutOf(opts.Format), readOnly: opts.ReadOnly, durability: opts.Durability, tune: opts.tuned()}
 	released := writerReleases.Load()
 	size, fi, err := t.fileSize()
 	if err == nil {
@@ -353,7 +356,7 @@ func (t *Table) loadSegments() error {
 	}
 	pt := t.head[partTableOff : partTableOff+4*numParts]
 	inData := func(a int64, n int64) bool { return a >= baseAddr && a+n <= t.fileEnd }
-	t.segs = make([]uint32, 0, nsegs)
+	t.segs = make([]int64, 0, nsegs)
 	var pb []byte
 	for p := range numParts {
 		t.parts[p] = be.Uint32(pt[4*p:])
@@ -372,14 +375,14 @@ func (t *Table) loadSegments() error {
 			}
 		}
 		for s := 0; s < segsPerPart && len(t.segs) < nsegs; s++ {
-			a := be.Uint32(pb[4*s:])
-			if !inData(int64(a), segmentSize) {
+			a := int64(be.Uint32(pb[4*s:]))
+			if !inData(a, segmentSize) {
 				return corrupt(t.path, "segment", int64(t.parts[p])+4*int64(s), "segment %d pointer %d outside the data area", len(t.segs), a)
 			}
 			t.segs = append(t.segs, a)
 		}
 	}
-	t.segCache = make([]*[slotsPerSeg]slotEntry, nsegs)
+	t.segCache = make([]*[slotsPerSeg]slotWord, nsegs)
 	return nil
 }
 
@@ -399,10 +402,10 @@ func create(fsys FS, path string, opts *Options) (*Table, error) {
 	if keyPos == 0 {
 		keyPos = 1
 	}
-	t := &Table{path: path, fsys: fsys, f: f, kind: kind, keyPos: keyPos, durability: opts.Durability, tune: opts.tuned()}
+	t := &Table{path: path, fsys: fsys, f: f, lay: layoutOf(opts.Format), kind: kind, keyPos: keyPos, durability: opts.Durability, tune: opts.tuned()}
 	err = t.register(nil)
 	if err == nil {
-		err = t.initFile(lo, hi)
+		err = t.initFile(uint64(lo), uint64(hi))
 	}
 	if err != nil {
 		f.Close()
@@ -416,40 +419,40 @@ func create(fsys FS, path string, opts *Options) (*Table, error) {
 // initFile lays out an empty table with min slots in the (empty or
 // truncated) file, as OTP's init_file does: parts from 1336, then segments,
 // and the buddy base right after them. The table is left marked not closed.
-func (t *Table) initFile(minSlots, maxSlots uint32) error {
+func (t *Table) initFile(minSlots, maxSlots uint64) error {
 	return t.initLayout(minSlots, maxSlots, minSlots)
 }
 
 // initLayout is initFile with next slots (a multiple of 256, minSlots <=
 // next <= maxSlots) in use from the start. It replaces the state in memory
 // first, so any failure counts as a failed write (see fail).
-func (t *Table) initLayout(minSlots, maxSlots, next uint32) error {
+func (t *Table) initLayout(minSlots, maxSlots, next uint64) error {
 	return t.wrote(t.layOut(minSlots, maxSlots, next))
 }
 
-func (t *Table) layOut(minSlots, maxSlots, next uint32) error {
+func (t *Table) layOut(minSlots, maxSlots, next uint64) error {
 	t.unmapFile() // the old layout's reads and writes are over
 	t.changes++
-	m, n := layoutFor(next)
+	m, n := hashParamsFor(next)
 	nsegs := int(next / slotsPerSeg)
 	nparts := (nsegs + segsPerPart - 1) / segsPerPart
 	base := int64(baseAddr) + int64(partSize)*int64(nparts+nsegs)
 	t.h = header{
-		cookie: cookie, version: formatVersion, closed: notProperlyClosed, typ: uint32(t.kind), m: m, n: n, next: next,
-		keyPos: uint32(t.keyPos), minSlots: minSlots, maxSlots: maxSlots,
-		hashMethod: hashPhash2, hasMD5: true, flBase: uint32(base),
+		shape:  shape{m: m, n: n, next: next, minSlots: minSlots, maxSlots: maxSlots},
+		cookie: cookie, version: formatVersion, closed: notProperlyClosed, typ: uint32(t.kind),
+		keyPos: uint32(t.keyPos), hashMethod: hashPhash2, hasMD5: true, flBase: uint32(base),
 	}
 	buf := make([]byte, baseAddr+partSize*nparts)
 	t.h.encode(buf)
 	t.parts = [numParts]uint32{}
-	t.segs = make([]uint32, nsegs)
+	t.segs = make([]int64, nsegs)
 	for p := range nparts {
 		t.parts[p] = uint32(baseAddr + partSize*p)
 		be.PutUint32(buf[partTableOff+4*p:], t.parts[p])
 	}
 	for s := range nsegs {
-		t.segs[s] = uint32(baseAddr + partSize*(nparts+s))
-		be.PutUint32(buf[int(t.parts[s/segsPerPart])+4*(s%segsPerPart):], t.segs[s])
+		t.segs[s] = int64(baseAddr + partSize*(nparts+s))
+		be.PutUint32(buf[int(t.parts[s/segsPerPart])+4*(s%segsPerPart):], uint32(t.segs[s]))
 	}
 	// Drop everything past the part table first, so that no old bucket
 	// survives for a repair scan to find, yet the file always starts with
@@ -470,7 +473,7 @@ func (t *Table) layOut(minSlots, maxSlots, next uint32) error {
 		return err
 	}
 	t.extended = false
-	t.segCache = make([]*[slotsPerSeg]slotEntry, nsegs)
+	t.segCache = make([]*[slotsPerSeg]slotWord, nsegs)
 	t.bud = newBuddy(base)
 	t.fileEnd = base
 	t.dirty = true
@@ -558,7 +561,7 @@ func (t *Table) wrote(err error) error {
 // second fsync makes the closed header itself durable; Close skips it, as
 // OTP's close does: after a power loss the file may need repair, which then
 // finds every object Close had written.
-func (t *Table) save(durable bool) error {
+func (t *Table) saveOTP9(durable bool) error {
 	if err := t.compactTail(); err != nil {
 		return err
 	}
@@ -597,63 +600,72 @@ func (t *Table) save(durable bool) error {
 // needs are read on their own (8 bytes, no decoding), so that a short
 // open-lookup-close cycle never reads and decodes a whole segment; after
 // that a segment is read and cached whole on first use.
-func (t *Table) entry(slot uint32) (slotEntry, error) {
+func (t *Table) entry(slot uint64) (slotEntry, error) {
 	s := slot / slotsPerSeg
 	if seg := t.segCache[s]; seg != nil {
-		return seg[slot%slotsPerSeg], nil
+		return t.entryOf(seg[slot%slotsPerSeg]), nil
 	}
 	if t.entryReads < singleEntryReads {
 		t.entryReads++
-		b := t.small[:slotEntrySize]
-		off := int64(t.segs[s]) + slotEntrySize*int64(slot%slotsPerSeg)
+		b := t.small[:t.lay.entrySize]
+		off := t.entryOff(slot)
 		if err := t.readAt(b, off); err != nil {
 			return slotEntry{}, t.ioErr("segment", off, err)
 		}
-		return slotEntry{be.Uint32(b), be.Uint32(b[4:])}, nil
+		return t.readEntry(b), nil
 	}
 	seg, err := t.segment(s)
 	if err != nil {
 		return slotEntry{}, err
 	}
-	return seg[slot%slotsPerSeg], nil
+	return t.entryOf(seg[slot%slotsPerSeg]), nil
 }
 
 // singleEntryReads is how many slot entries a table reads one by one
 // before it caches whole segments.
 const singleEntryReads = 8
 
-// segment returns the decoded slot entries of segment s, reading them on
-// first use.
-func (t *Table) segment(s uint32) (*[slotsPerSeg]slotEntry, error) {
+// segment returns the slot entries of page s of the cache (slots 256*s to
+// 256*s+255; entryOf decodes them), reading them on first use. A page is
+// an otp9 segment; a format with larger segments holds several pages in
+// each.
+func (t *Table) segment(s uint64) (*[slotsPerSeg]slotWord, error) {
 	if seg := t.segCache[s]; seg != nil {
 		return seg, nil
 	}
 	hp := readBufs.Get().(*[headReadSize]byte)
 	defer readBufs.Put(hp)
-	b := hp[:segmentSize]
-	if err := readFull(t.f, b, int64(t.segs[s])); err != nil {
-		return nil, t.ioErr("segment", int64(t.segs[s]), err)
+	es := int64(t.lay.entrySize)
+	b := hp[:slotsPerSeg*es]
+	off := t.entryOff(s * slotsPerSeg)
+	if err := readFull(t.f, b, off); err != nil {
+		return nil, t.ioErr("segment", off, err)
 	}
-	seg := new([slotsPerSeg]slotEntry)
+	seg := new([slotsPerSeg]slotWord)
 	for i := range seg {
-		seg[i] = slotEntry{be.Uint32(b[8*i:]), be.Uint32(b[8*i+4:])}
+		seg[i] = t.wordAt(b[es*int64(i):])
 	}
 	t.segCache[s] = seg
 	return seg, nil
 }
 
-func (t *Table) setEntry(slot uint32, e slotEntry) error {
+func (t *Table) setEntry(slot uint64, e slotEntry) error {
 	s := slot / slotsPerSeg
-	b := t.small[:slotEntrySize]
-	be.PutUint32(b, e.size)
-	be.PutUint32(b[4:], e.ptr)
-	if err := t.writeAt(b, int64(t.segs[s])+slotEntrySize*int64(slot%slotsPerSeg)); err != nil {
+	b := t.small[:t.lay.entrySize]
+	t.putEntry(b, e)
+	if err := t.writeAt(b, t.entryOff(slot)); err != nil {
 		return err
 	}
 	if seg := t.segCache[s]; seg != nil {
-		seg[slot%slotsPerSeg] = e
+		seg[slot%slotsPerSeg] = t.wordOf(e)
 	}
 	return nil
+}
+
+// entryOff returns the file offset of slot's entry in its segment.
+func (t *Table) entryOff(slot uint64) int64 {
+	sh := t.lay.segShift
+	return t.segs[slot>>sh] + int64(t.lay.entrySize)*int64(slot&(1<<sh-1))
 }
 
 // ioErr converts a short read into a corruption error; other errors pass.
@@ -665,8 +677,8 @@ func (t *Table) ioErr(section string, off int64, err error) error {
 }
 
 // readBucket reads the bucket of e into t.rbuf and returns its body.
-func (t *Table) readBucket(slot uint32, e slotEntry) ([]byte, error) {
-	size, ptr := int64(e.size), int64(e.ptr)
+func (t *Table) readBucket(slot uint64, e slotEntry) ([]byte, error) {
+	size, ptr := e.size, e.ptr
 	if size < bucketHeaderSize+5 || ptr < baseAddr || ptr+size > t.fileEnd {
 		return nil, corrupt(t.path, "bucket", ptr, "slot %d entry (size %d, pointer %d) outside the data area", slot, size, ptr)
 	}
@@ -677,18 +689,18 @@ func (t *Table) readBucket(slot uint32, e slotEntry) ([]byte, error) {
 	if err := t.readAt(b, ptr); err != nil {
 		return nil, t.ioErr("bucket", ptr, err)
 	}
-	if got := be.Uint32(b); got != e.size {
-		return nil, corrupt(t.path, "bucket", ptr, "bucket size %d differs from slot %d entry size %d", got, slot, e.size)
+	switch t.lay.tag { // the format's bucket header
+	default:
+		if int64(be.Uint32(b)) == e.size && be.Uint32(b[4:]) == statusActive {
+			return b[bucketHeaderSize:], nil
+		}
+		return nil, t.badBucketOTP9(slot, e, b)
 	}
-	if st := be.Uint32(b[4:]); st != statusActive {
-		return nil, corrupt(t.path, "bucket", ptr+4, "bucket of slot %d has status %#x, not ACTIVE", slot, st)
-	}
-	return b[bucketHeaderSize:], nil
 }
 
 // readGroups reads and fully decodes the bucket of slot. The encodings are
 // copied, so they stay valid after t.rbuf is reused.
-func (t *Table) readGroups(slot uint32) ([]group, slotEntry, error) {
+func (t *Table) readGroups(slot uint64) ([]group, slotEntry, error) {
 	e, err := t.entry(slot)
 	if err != nil || e.size == 0 {
 		return nil, e, err
@@ -701,7 +713,7 @@ func (t *Table) readGroups(slot uint32) ([]group, slotEntry, error) {
 	copy(own, body)
 	gs, be := parseGroups(t.kind, t.keyPos, own)
 	if be != nil {
-		return nil, e, corrupt(t.path, "object", int64(e.ptr)+int64(be.off), "slot %d: %s", slot, be.reason)
+		return nil, e, corrupt(t.path, "object", e.ptr+int64(be.off), "slot %d: %s", slot, be.reason)
 	}
 	return gs, e, nil
 }
@@ -714,7 +726,7 @@ func (t *Table) readGroups(slot uint32) ([]group, slotEntry, error) {
 // and a repair finds each object in exactly one ACTIVE bucket except
 // between the first two writes, where a duplicate_bag's objects would come
 // back twice. Allocating before freeing keeps the two blocks apart.
-func (t *Table) writeGroups(slot uint32, old slotEntry, gs []group) error {
+func (t *Table) writeGroups(slot uint64, old slotEntry, gs []group) error {
 	if len(gs) == 0 {
 		if old.size == 0 {
 			return nil
@@ -724,7 +736,7 @@ func (t *Table) writeGroups(slot uint32, old slotEntry, gs []group) error {
 		}
 		return t.freeBucket(old)
 	}
-	t.wbuf = appendBucket(t.wbuf[:0], t.kind, gs)
+	t.wbuf = t.encodeBucket(t.wbuf[:0], slot, gs)
 	size := int64(len(t.wbuf))
 	if size > 1<<31 {
 		return ErrFileTooLarge
@@ -742,31 +754,31 @@ func (t *Table) writeGroups(slot uint32, old slotEntry, gs []group) error {
 			return err
 		}
 	}
-	return t.setEntry(slot, slotEntry{uint32(size), uint32(ptr)})
+	return t.setEntry(slot, slotEntry{size, ptr})
 }
 
 // freeBucket marks a bucket FREE on disk and returns its block.
 func (t *Table) freeBucket(e slotEntry) error {
 	b := t.small[:4]
 	be.PutUint32(b, statusFree)
-	if err := t.writeAt(b, int64(e.ptr)+4); err != nil {
+	if err := t.writeAt(b, e.ptr+4); err != nil {
 		return err
 	}
-	if i := counterIndex(int64(e.size)); i >= 0 && t.h.counters[i] > 0 {
+	if i := counterIndex(e.size); i >= 0 && t.h.counters[i] > 0 {
 		t.h.counters[i]--
 	}
-	t.bud.freeBlock(int64(e.ptr), int64(e.size))
+	t.bud.freeBlock(e.ptr, e.size)
 	t.freedSinceSave++
 	return nil
 }
 
-// slotFor returns the slot of a key with phash2 value hv.
-func (t *Table) slotFor(hv uint32) uint32 { return slotOf(hv, t.h.m, t.h.n) }
+// slotFor returns the slot of a key with hash hv.
+func (t *Table) slotFor(hv uint64) uint64 { return slotOf(hv, t.h.m, t.h.n) }
 
 // recountBuckets rebuilds the size-class counters from the slot entries.
 func (t *Table) recountBuckets() error {
 	var c [numCounters]uint32
-	for slot := uint32(0); slot < t.h.next; slot++ {
+	for slot := uint64(0); slot < t.h.next; slot++ {
 		e, err := t.entry(slot)
 		if err != nil {
 			return err
@@ -774,9 +786,9 @@ func (t *Table) recountBuckets() error {
 		if e.size == 0 {
 			continue
 		}
-		i := counterIndex(int64(e.size))
+		i := counterIndex(e.size)
 		if i < 0 {
-			return corrupt(t.path, "segment", int64(t.segs[slot/slotsPerSeg]), "slot %d: bucket size %d", slot, e.size)
+			return corrupt(t.path, "segment", t.segs[slot/slotsPerSeg], "slot %d: bucket size %d", slot, e.size)
 		}
 		c[i]++
 	}
