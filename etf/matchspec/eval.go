@@ -131,6 +131,8 @@ func mapExpr(x *expr, obj etf.Term, vars []etf.Term, catch bool) (etf.Term, bool
 
 // dedupeKeys keeps, of pairs whose keys are =:=, the one listed last (the
 // pairs are in OTP's construction order), in O(n log n) for large maps.
+// The later pair wins whole, key as well as value: in OTP 25 0.0 =:= -0.0,
+// and #{0.0 => a, '$1' => b} with '$1' bound to -0.0 gives #{-0.0 => b}.
 func dedupeKeys(m etf.Map) etf.Map {
 	if len(m) <= 8 {
 		out := m[:0]
@@ -138,7 +140,7 @@ func dedupeKeys(m etf.Map) etf.Map {
 			dup := false
 			for j := range out {
 				if etf.Equal(out[j].Key, p.Key) {
-					out[j].Value, dup = p.Value, true
+					out[j], dup = p, true
 					break
 				}
 			}
