@@ -27,6 +27,10 @@ const (
 	modeEq    cmpMode = iota // Compare
 	modeExact                // Equal and map key order
 	modeDets                 // CompareExact
+	// modeOTPKeys is modeExact, except that funs' Index and OldUniq
+	// compare as OTP 25 compares them, by the sign of their 32-bit
+	// difference (otpMisordersKeys).
+	modeOTPKeys
 )
 
 // Compare returns -1, 0 or +1 as a is less than, equal to (==) or greater
@@ -257,9 +261,13 @@ func compareMaps(x, y Map, m cmpMode) int {
 	if len(x) == 0 {
 		return 0
 	}
+	km := modeExact
+	if m == modeOTPKeys {
+		km = m
+	}
 	xs, ys := sortedPairs(x), sortedPairs(y)
 	for i := range xs {
-		if c := compare(xs[i].Key, ys[i].Key, modeExact); c != 0 {
+		if c := compare(xs[i].Key, ys[i].Key, km); c != 0 {
 			return c
 		}
 	}
@@ -283,6 +291,55 @@ func sortedPairs(m Map) Map {
 }
 
 func comparePairKeys(p, q Pair) int { return compare(p.Key, q.Key, modeExact) }
+
+// maxFlatmap is the most pairs that OTP 25 keeps as a flatmap, whose keys
+// binary_to_term sorts by term order; larger maps are hash tries.
+const maxFlatmap = 32
+
+// otpMisordersKeys reports whether OTP 25 would compare two keys of the
+// flatmap m otherwise than term order: when their order is decided by two
+// funs' Index or OldUniq 2^31 or more apart, where OTP's 32-bit
+// subtraction overflows. Its order of such keys is then not a total order
+// (exactly 2^31 apart, each key is less than the other), so which map
+// binary_to_term builds depends on the order of the pairs in the
+// encoding, and no re-encoding, not even OTP's own term_to_binary, is
+// sure to give back the same term.
+func otpMisordersKeys(m Map) bool {
+	if len(m) < 2 || len(m) > maxFlatmap {
+		return false
+	}
+	var keys []Term // only keys holding local funs can be misordered
+	for _, p := range m {
+		if hasLocalFun(p.Key) {
+			keys = append(keys, p.Key)
+		}
+	}
+	for i := range keys {
+		for j := range keys {
+			if i != j && compare(keys[i], keys[j], modeOTPKeys) != compare(keys[i], keys[j], modeExact) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasLocalFun reports whether t is or contains a NEW_FUN_EXT fun.
+func hasLocalFun(t Term) bool {
+	switch v := t.(type) {
+	case *Opaque:
+		return len(v.Raw) > 0 && v.Raw[0] == tagNewFun
+	case Tuple:
+		return slices.ContainsFunc(v, hasLocalFun)
+	case List:
+		return slices.ContainsFunc(v, hasLocalFun)
+	case *ImproperList:
+		return slices.ContainsFunc(v.Elems, hasLocalFun) || hasLocalFun(v.Tail)
+	case Map:
+		return slices.ContainsFunc(v, func(p Pair) bool { return hasLocalFun(p.Key) || hasLocalFun(p.Value) })
+	}
+	return false
+}
 
 func compareNumbers(a, b Term, m cmpMode) int {
 	switch x := a.(type) {
@@ -609,11 +666,23 @@ func parseFun(raw []byte) (k funKey, ok bool) {
 	return k, false
 }
 
+// cmpFunField compares a fun's Index or OldUniq: as signed 32-bit
+// integers, or in modeOTPKeys as OTP 25 does, by the sign of their
+// difference computed in 32 bits (Go's int32 arithmetic wraps as OTP's
+// does), which is the wrong sign when they are 2^31 or more apart.
+func cmpFunField(x, y int32, m cmpMode) int {
+	if m == modeOTPKeys {
+		return cmpOrdered(int64(x-y), 0)
+	}
+	return cmpOrdered(int64(x), int64(y))
+}
+
 // compareFuns orders funs as OTP 25 does: local funs before exports;
 // local funs by module, Index, OldUniq, number of free variables, then the
 // free variables (in mode m); exports by module, function and arity. (OTP
-// subtracts the 32-bit Index and OldUniq, so for two values more than 2^31
-// apart its order is not even transitive; here they compare as signed.)
+// subtracts the 32-bit Index and OldUniq, so for two values 2^31 or more
+// apart its order is not even transitive; here they compare as signed,
+// except in modeOTPKeys, and Decode refuses map keys where that differs.)
 func compareFuns(x, y []byte, m cmpMode) int {
 	kx, okx := parseFun(x)
 	ky, oky := parseFun(y)
@@ -635,10 +704,10 @@ func compareFuns(x, y []byte, m cmpMode) int {
 		}
 		return cmpOrdered(kx.arity, ky.arity)
 	}
-	if c := cmpOrdered(int64(kx.index), int64(ky.index)); c != 0 {
+	if c := cmpFunField(kx.index, ky.index, m); c != 0 {
 		return c
 	}
-	if c := cmpOrdered(int64(kx.oldUniq), int64(ky.oldUniq)); c != 0 {
+	if c := cmpFunField(kx.oldUniq, ky.oldUniq, m); c != 0 {
 		return c
 	}
 	if c := cmpOrdered(len(kx.free), len(ky.free)); c != 0 {

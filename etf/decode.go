@@ -77,6 +77,11 @@ const floatNoNULReason = "FLOAT_EXT text has no NUL within its 31 bytes"
 // happens to read, but which name nothing in a file.
 const internalRefReason = "ATOM_INTERNAL_REF (an index into a running node's atom table) is only valid inside OTP"
 
+// funKeyOrderReason explains the refusal of a map whose keys OTP 25
+// cannot sort (otpMisordersKeys): the map it builds depends on the order
+// of the pairs in the encoding, and does not survive a re-encoding.
+const funKeyOrderReason = "map keys hold funs whose Index or OldUniq are 2^31 or more apart, which OTP 25 misorders"
+
 // Decode parses one complete external term: the version byte 131, then a
 // term, optionally zlib-compressed (tag 80). Bytes after the term are an
 // error (OTP's binary_to_term/1 ignores them).
@@ -86,8 +91,11 @@ const internalRefReason = "ATOM_INTERNAL_REF (an index into a running node's ato
 // except what OTP reads only to crash on, or reads differently on every
 // node or from bytes beyond the term: bytes after the term (also inside
 // compressed data), funs whose creator is not a pid, references without
-// ID words, FLOAT_EXT text without its NUL, ATOM_INTERNAL_REF, and terms
-// nested deeper than MaxDepth.
+// ID words, FLOAT_EXT text without its NUL, ATOM_INTERNAL_REF, maps of up
+// to 32 pairs whose keys OTP sorts against term order (funs whose Index
+// or OldUniq are 2^31 or more apart: OTP's order of them overflows, so
+// its map depends on the order of the pairs and no re-encoding gives it
+// back), and terms nested deeper than MaxDepth.
 //
 // Latin-1 atoms become UTF-8 Atom text; bignums that fit in int64 become
 // Int; STRING_EXT becomes a List of Int; lists whose tail is another
@@ -653,6 +661,9 @@ func (d *decoder) mapTerm(start, depth int) (Term, error) {
 	}
 	if hasDuplicateKeys(m) {
 		return nil, d.errf(start, "map has duplicate keys")
+	}
+	if otpMisordersKeys(m) {
+		return nil, d.errf(start, "%s", funKeyOrderReason)
 	}
 	return m, nil
 }

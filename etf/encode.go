@@ -31,7 +31,8 @@ import (
 // infinite Float, an atom that is not UTF-8 or has more than 255
 // characters, a Bitstring with Bits outside 1..7 or no bytes, an
 // ImproperList with no elements or a list or nil tail, a map with two
-// Equal keys, an invalid Opaque, or nesting deeper than MaxDepth.
+// Equal keys or with keys that OTP 25 misorders (as Decode refuses them),
+// an invalid Opaque, or nesting deeper than MaxDepth.
 func Encode(t Term) ([]byte, error) {
 	n, err := EncodedSize(t)
 	if err != nil {
@@ -265,8 +266,12 @@ func checkOpaque(o *Opaque, depth int) error {
 }
 
 // mapPairs returns m's pairs in encoding order, or an error for duplicate
-// keys. It copies only when m is not already strictly sorted.
+// keys or keys that OTP misorders (otpMisordersKeys). It copies only when
+// m is not already strictly sorted.
 func mapPairs(m Map) (Map, error) {
+	if otpMisordersKeys(m) {
+		return nil, eerr("%s", funKeyOrderReason)
+	}
 	sorted := true
 	for i := 1; i < len(m); i++ {
 		c := compare(m[i-1].Key, m[i].Key, modeExact)

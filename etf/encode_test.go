@@ -3,6 +3,7 @@ package etf
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand"
@@ -120,6 +121,11 @@ func TestEncodeStringLimit(t *testing.T) {
 	}
 }
 
+// funIndex is a local fun (no free variables) whose Index is index.
+func funIndex(index uint32) *Opaque {
+	return opaqueHex(fmt.Sprintf("70 00000033 00 %032x %08x 00000000 6400016d 6100 6100", 0, index) + "58" + nodeA + "00000001 00000000 00000000")
+}
+
 func TestEncodeErrors(t *testing.T) {
 	pid := hx("58" + nodeA + "00000001 00000000 00000000")
 	dupMap := Map{{Int(1), Atom("a")}, {Int(1), Atom("b")}}
@@ -153,6 +159,8 @@ func TestEncodeErrors(t *testing.T) {
 		{"duplicate keys unsorted", Map{{Int(2), Int(0)}, {Int(1), Atom("a")}, {Int(1), Atom("b")}}, "duplicate"},
 		{"duplicate zero keys", Map{{Float(0), Int(0)}, {Float(math.Copysign(0, -1)), Int(1)}}, "duplicate"},
 		{"bad map value", Map{{Int(1), nil}}, "nil Term"},
+		{"map keys OTP misorders", Map{{funIndex(0), Int(1)}, {funIndex(1 << 31), Int(2)}}, "misorders"},
+		{"nested map keys OTP misorders", List{Map{{Tuple{funIndex(1 << 31)}, Int(1)}, {Tuple{funIndex(0)}, Int(2)}}}, "misorders"},
 		{"bad map key", Map{{Float(math.NaN()), Int(1)}}, "not finite"},
 		{"empty opaque", &Opaque{}, "no bytes"},
 		{"opaque wrong tag", &Opaque{Raw: []byte{0x61, 1}}, "tag 97"},

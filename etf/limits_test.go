@@ -290,6 +290,27 @@ func limitCases() []limitCase {
 	add("map of one export twice (UTF-8 atoms)", false, m(exp(tagInteger, u32(2))[1:], sint(1),
 		cat(tagExport, tagSmallAtomUTF8, 1, "m", tagSmallAtomUTF8, 1, "f", tagSmallInteger, 2), sint(2)))
 	add("map of an export and a fun", true, m(exp(tagSmallInteger, 2)[1:], sint(1), f1, sint(2)))
+	// OTP orders funs by the 32-bit difference of Index, then of OldUniq,
+	// which overflows for values 2^31 or more apart: exactly 2^31 apart,
+	// each fun is less than the other, and the map binary_to_term builds
+	// depends on the order of the pairs. Decode refuses such keys.
+	fIdx := func(index uint32) []byte { return fun(0, 1, index, sint(5), sint(9), limitPid, sint(42)) }
+	fUniq := func(u uint32) []byte { return fun(0, 1, 3, sint(5), cat(tagInteger, u32(u)), limitPid, sint(42)) }
+	add("map of funs of Index 2^31-1 apart", true, m(fIdx(0), sint(1), fIdx(1<<31-1), sint(2)))
+	differ("map of funs of Index 2^31 apart", funKeyOrderReason, m(fIdx(0), sint(1), fIdx(1<<31), sint(2)))
+	differ("map of funs of Index 2^31 apart, swapped", funKeyOrderReason, m(fIdx(1<<31), sint(1), fIdx(0), sint(2)))
+	differ("map of funs of Index 2^32-2 apart", funKeyOrderReason, m(fIdx(1<<31-1), sint(1), fIdx(1<<31+1), sint(2)))
+	differ("map of funs of OldUniq 2^31 apart", funKeyOrderReason, m(fUniq(0), sint(1), fUniq(1<<31), sint(2)))
+	add("map of funs of OldUniq 2^31 apart, Index apart", true, m(fIdx(0), sint(1), fun(0, 1, 4, sint(5), cat(tagInteger, u32(1<<31)), limitPid, sint(42)), sint(2)))
+	differ("map of tuples of funs of Index 2^31 apart", funKeyOrderReason, m(cat(tagSmallTuple, 1, fIdx(0)), sint(1), cat(tagSmallTuple, 1, fIdx(1<<31)), sint(2)))
+	add("tuple of funs of Index 2^31 apart", true, ext(tagSmallTuple, 2, fIdx(0), fIdx(1<<31)))
+	// TestOTPMutants, seed 1796218435900672236: two funs of Index 0 and
+	// 2^31 (arity 0 and 6, with one OldUniq in 5 and in 6 bytes).
+	differ("map of funs of Index 2^31 apart (mutant)", funKeyOrderReason, hx("8374000000027000000051000000000000000000000000000000000000000000"+
+		"000000007703612e626e020014006f0000000500d2d80fd2545864000e6240686f73742e6578616d706c650004000000"+
+		"000000bd77825946c084200000000000700000005006000000000000000000000000000000008000000000000000640003"+
+		"612e626f000000020014006e0600d2d80fd2540058730e6240686f73742e6578616d706c65b072827f0000000007a5ea4d"+
+		"4d00000002060078"))
 	add("NEW_FUN_EXT", true, plainFun(0))
 	for _, d := range []int{-1, 1, -10} {
 		add("NEW_FUN_EXT Size off by "+strconv.Itoa(d), true, plainFun(d))

@@ -211,7 +211,7 @@ func TestOTPMutants(t *testing.T) {
 		// A FLOAT_EXT without a NUL or a reference without ID words
 		// makes OTP read past the term, into the bytes after it: a
 		// trailing part of the mutant, or what follows it in erl's input.
-		problems := checkAgainstOTP(encs[i], v, internalRefReason, floatNoNULReason, refNoWordsReason)
+		problems := checkAgainstOTP(encs[i], v, internalRefReason, floatNoNULReason, refNoWordsReason, funKeyOrderReason)
 		if v.complete && len(problems) == 0 {
 			if _, err := Decode(encs[i]); err != nil {
 				refused++ // for a documented reason
