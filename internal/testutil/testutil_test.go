@@ -1,0 +1,106 @@
+package testutil
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+)
+
+var _ = SeedAlias("old.seed", "OLD_TESTUTIL_SEED")
+
+func TestMain(m *testing.M) {
+	RunChildRole(func(role string) int {
+		switch role {
+		case "echo": // print the parameter, hold until stdin closes
+			fmt.Println(os.Getenv("TESTUTIL_PARAM"))
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			return 0
+		case "fail":
+			return 3
+		}
+		return 4
+	})
+	os.Exit(m.Run())
+}
+
+// setFlag sets a seed flag for one test.
+func setFlag(t *testing.T, v *seedValue, text string) {
+	t.Helper()
+	old := v.v
+	if err := v.Set(text); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.v = old })
+}
+
+func TestSeedPrecedence(t *testing.T) {
+	old := aliases[0].flag
+	cases := []struct {
+		name                   string
+		flag, alias, env, aenv string
+		want                   int64
+	}{
+		{name: "none", want: 0},
+		{name: "alias env", aenv: "5", want: 5},
+		{name: "env over alias env", env: "4", aenv: "5", want: 4},
+		{name: "alias flag over env", alias: "3", env: "4", want: 3},
+		{name: "flag over all", flag: "2", alias: "3", env: "4", aenv: "5", want: 2},
+		{name: "unsigned past MaxInt64", env: "18446744073709551615", want: -1},
+		{name: "zero env is unset", env: "0", aenv: "7", want: 7},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(SeedEnv, c.env)
+			t.Setenv("OLD_TESTUTIL_SEED", c.aenv)
+			if c.flag != "" {
+				setFlag(t, seedFlag, c.flag)
+			}
+			if c.alias != "" {
+				setFlag(t, old, c.alias)
+			}
+			got, err := chosenSeed()
+			if err != nil || got != c.want {
+				t.Fatalf("chosenSeed = %d, %v; want %d", got, err, c.want)
+			}
+		})
+	}
+}
+
+func TestSeedRejectsBadEnv(t *testing.T) {
+	t.Setenv(SeedEnv, "12x")
+	if _, err := chosenSeed(); err == nil || !strings.Contains(err.Error(), SeedEnv) {
+		t.Fatalf("bad %s: %v", SeedEnv, err)
+	}
+	if err := new(seedValue).Set("-"); err == nil {
+		t.Fatal("flag took a non-number")
+	}
+}
+
+func TestSeedIsLoggedAndTaken(t *testing.T) {
+	t.Setenv(SeedEnv, "")
+	t.Setenv("OLD_TESTUTIL_SEED", "")
+	setFlag(t, seedFlag, "99")
+	if got := Seed(t); got != 99 {
+		t.Fatalf("Seed = %d, want 99", got)
+	}
+	setFlag(t, seedFlag, "0")
+	if a, b := Seed(t), Seed(t); a == 0 || b == 0 {
+		t.Fatalf("a random seed is 0: %d %d", a, b)
+	}
+}
+
+func TestChildRoundTrip(t *testing.T) {
+	c := StartChild(t, "echo", "TESTUTIL_PARAM=hello")
+	c.ExpectLine(t, "hello")
+	c.Release(t)
+
+	if err := Command("fail").Run(); err == nil || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("failing role: %v", err)
+	}
+	out, err := Command("echo", "TESTUTIL_PARAM=x").Output()
+	if err != nil || string(out) != "x\n" {
+		t.Fatalf("echo: %q %v", out, err)
+	}
+}
