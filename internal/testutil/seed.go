@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -106,8 +107,29 @@ func Seed(t testing.TB) int64 {
 	if seed == 0 {
 		seed = int64(rand.Uint64()>>1 | 1)
 	}
-	t.Logf("seed %d (replay: go test -count=1 -run '^%s$' ./PKG -%s=%d, or %s=%d)", seed, t.Name(), SeedFlag, seed, SeedEnv, seed)
+	t.Logf("seed %d (replay: go test -count=1 -run '^%s$' %s -%s=%d, or %s=%d)", seed, t.Name(), packageDir(), SeedFlag, seed, SeedEnv, seed)
 	return seed
+}
+
+// packageDir is the tested package's directory relative to the module root
+// (go test runs a test binary in its package's directory), for the replay
+// line; "." when the root is not found.
+func packageDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if rel, err := filepath.Rel(dir, wd); err == nil && rel != "." {
+				return "./" + filepath.ToSlash(rel)
+			}
+			return "."
+		}
+		if filepath.Dir(dir) == dir {
+			return "."
+		}
+	}
 }
 
 // chosenSeed is the seed that flags and environment ask for, 0 if none.
