@@ -11,6 +11,7 @@ import (
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/exclusive"
+	"github.com/godets/godets/internal/testutil"
 )
 
 // forceRepairChild runs ForceRepair sessions on the file until killed:
@@ -61,7 +62,7 @@ func TestSessionRacesRepairRename(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := selfCommand("forcerepair", childPathEnv+"="+path)
+	cmd := testutil.Command("forcerepair", childPathEnv+"="+path)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +76,7 @@ func TestSessionRacesRepairRename(t *testing.T) {
 	}
 	sessions := 0
 	for end := time.Now().Add(run); time.Now().Before(end); sessions++ {
-		b, err := selfCommand("onesession", childPathEnv+"="+path).Output()
+		b, err := testutil.Command("onesession", childPathEnv+"="+path).Output()
 		if got := strings.TrimSpace(string(b)); err != nil || got != "ok" {
 			t.Fatalf("session %d in a new process: %s (%v)", sessions, got, err)
 		}

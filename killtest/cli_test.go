@@ -12,6 +12,7 @@ import (
 
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/testutil"
 )
 
 // buildCLI builds cmd/dets into dir and returns the binary's path.
@@ -42,7 +43,7 @@ func buildCLI(t *testing.T, dir string) string {
 // session; holders are not killed here), every other object is one the
 // load was given, and Check is clean.
 func TestKillCLI(t *testing.T) {
-	seed := familySeed(t)
+	seed := uint64(testutil.Seed(t))
 	rng := rand.New(rand.NewPCG(seed, 0x636c69))
 	kills := budget(30, 4, 300)
 	dir := t.TempDir()
@@ -83,7 +84,7 @@ func TestKillCLI(t *testing.T) {
 	for i := range 2 {
 		lp := filepath.Join(dir, fmt.Sprintf("ack-%d.log", i))
 		logs = append(logs, lp)
-		cmd := selfCommand("holder", childPathEnv+"="+path, childLogEnv+"="+lp)
+		cmd := testutil.Command("holder", childPathEnv+"="+path, childLogEnv+"="+lp)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

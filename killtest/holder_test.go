@@ -14,6 +14,7 @@ import (
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/exclusive"
+	"github.com/godets/godets/internal/testutil"
 )
 
 var countKey = etf.Atom("count")
@@ -77,7 +78,7 @@ type holderEvent struct {
 // that had not returned, and no value may be acknowledged twice. Any
 // failure of a session (an unsafe_alias, say) fails the test.
 func TestKillHolder(t *testing.T) {
-	seed := familySeed(t)
+	seed := uint64(testutil.Seed(t))
 	rng := rand.New(rand.NewPCG(seed, 0x686f6c64))
 	kills := budget(60, 10, 1000)
 	dir := t.TempDir()
@@ -99,7 +100,7 @@ func TestKillHolder(t *testing.T) {
 	start := func(id int) {
 		logPath := filepath.Join(dir, fmt.Sprintf("ack-%03d.log", spawned))
 		spawned++
-		cmd := selfCommand("holder", childPathEnv+"="+path, childLogEnv+"="+logPath)
+		cmd := testutil.Command("holder", childPathEnv+"="+path, childLogEnv+"="+logPath)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
