@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -22,88 +21,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// Child roles: the test binary re-executes itself with childEnv set.
-const (
-	childEnv     = "GODETS_LOCKFILE_CHILD"
-	childPathEnv = "GODETS_LOCKFILE_PATH"
-)
-
-func TestMain(m *testing.M) {
-	if role := os.Getenv(childEnv); role != "" {
-		os.Exit(runChild(role, os.Getenv(childPathEnv)))
-	}
-	os.Exit(m.Run())
-}
-
-// runChild "hold": lock the path, print "locked", hold until stdin closes.
-func runChild(role, path string) int {
-	switch role {
-	case "hold":
-		l, err := Acquire(path, Options{Wait: 5 * time.Second})
-		if err != nil {
-			fmt.Println("error:", err)
-			return 2
-		}
-		fmt.Println("locked")
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		if err := l.Unlock(); err != nil {
-			fmt.Println("error:", err)
-			return 3
-		}
-		return 0
-	}
-	return 4
-}
-
-type holder struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-}
-
-// selfCommand runs this test binary again with args. Under a user-mode
-// emulator the child runs through it too (GODETS_QEMU names it; test.sh
-// sets it): without binfmt_misc the kernel cannot exec a foreign binary.
-func selfCommand(args ...string) *exec.Cmd {
-	if emu := os.Getenv("GODETS_QEMU"); emu != "" {
-		return exec.Command(emu, append([]string{os.Args[0]}, args...)...)
-	}
-	return exec.Command(os.Args[0], args...)
-}
-
-// startHolder runs a child process that holds the lock on path until release.
-func startHolder(t *testing.T, path string) *holder {
-	t.Helper()
-	cmd := selfCommand("-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=hold", childPathEnv+"="+path)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h := &holder{cmd: cmd, stdin: stdin}
-	t.Cleanup(func() { h.stdin.Close(); _ = h.cmd.Process.Kill(); _ = h.cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "locked" {
-		t.Fatalf("holder did not lock: %q %v", line, err)
-	}
-	return h
-}
-
-func (h *holder) release(t *testing.T) {
-	t.Helper()
-	h.stdin.Close()
-	if err := h.cmd.Wait(); err != nil {
-		t.Fatalf("holder: %v", err)
-	}
-}
 
 func mustAcquire(t *testing.T, path string, opts Options) *Lock {
 	t.Helper()
@@ -174,7 +91,7 @@ func TestBusyFromOtherProcessAndInProcess(t *testing.T) {
 		t.Fatalf("Busy took %v", el)
 	}
 	t.Logf("Busy in %v", el)
-	h.release(t)
+	h.Release(t)
 	l := mustAcquire(t, data, Options{})
 	// A second descriptor in the same process is excluded too.
 	if _, err := Acquire(data, Options{}); !errors.Is(err, ErrBusy) {
@@ -205,7 +122,7 @@ func TestZeroWaitIsImmediate(t *testing.T) {
 func TestTimedOutBoundAndPollCount(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "t.dets")
 	holder := startHolder(t, data)
-	defer holder.release(t)
+	defer holder.Release(t)
 	var attempts atomic.Int32
 	h := &Hooks{Flock: func(fd, how int) error {
 		if how&unix.LOCK_EX != 0 {
@@ -389,10 +306,10 @@ func TestKilledHolderReleases(t *testing.T) {
 		t.Fatalf("want Busy before kill: %v", err)
 	}
 	killed := time.Now()
-	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := h.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = h.cmd.Wait()
+	_ = h.Cmd.Wait()
 	l, err := Acquire(data, Options{Wait: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
