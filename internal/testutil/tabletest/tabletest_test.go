@@ -2,7 +2,9 @@ package tabletest
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"syscall"
 	"testing"
 
 	"github.com/godets/godets/dets"
@@ -53,4 +55,33 @@ func TestMemFSLyingSync(t *testing.T) {
 	if _, ok := f.(lyingFile); !ok {
 		t.Fatalf("LyingSync file is %T", f)
 	}
+}
+
+// recordingTB collects what OpenT reports, and the cleanups it registers,
+// so that a failing cleanup can be seen without failing this test.
+type recordingTB struct {
+	testing.TB
+	errors   []string
+	cleanups []func()
+}
+
+func (r *recordingTB) Helper()                   {}
+func (r *recordingTB) Cleanup(f func())          { r.cleanups = append(r.cleanups, f) }
+func (r *recordingTB) Errorf(f string, a ...any) { r.errors = append(r.errors, fmt.Sprintf(f, a...)) }
+
+func TestOpenTReportsAFailingClose(t *testing.T) {
+	mem := NewMemFS()
+	rec := &recordingTB{TB: t}
+	tab := OpenT(rec, "a.dets", dets.Options{FS: mem})
+	if err := tab.Insert(etf.Tuple{etf.Atom("k"), etf.Int(1)}); err != nil {
+		t.Fatal(err)
+	}
+	mem.Inject(crashfs.OpWrite, 1, syscall.ENOSPC, true) // the disk fills
+	for _, f := range rec.cleanups {
+		f()
+	}
+	if len(rec.errors) == 0 {
+		t.Fatal("a Close that could not write went unreported")
+	}
+	t.Logf("reported: %q", rec.errors)
 }
