@@ -19,6 +19,7 @@ import (
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/internal/testutil"
+	"github.com/godets/godets/internal/testutil/tabletest"
 )
 
 // termOnly is c without its direct path: handles built with it work as
@@ -295,9 +296,7 @@ func checkDirect[K, V any](t *testing.T, seed uint64, kc Codec[K], vc Codec[V], 
 			if !bytes.Equal(fileBytesAt(t, paths[0]), fileBytesAt(t, paths[1])) {
 				t.Fatal("Insert through the direct path wrote another file than through terms")
 			}
-			tab, err := dets.Open(paths[0], dets.Options{})
-			must(t, err)
-			t.Cleanup(func() { tab.Close() })
+			tab := tabletest.OpenT(t, paths[0], dets.Options{})
 			h := newHandlePair(t, tab, kind, kc, vc)
 
 			// Objects the codecs cannot read, and good ones in unusual
