@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/godets/godets/internal/testutil"
 )
 
 func mustAcquire(t *testing.T, path string, opts Options) *Lock {
@@ -196,33 +198,6 @@ func TestLateAcquisitionReleased(t *testing.T) {
 	mustUnlock(t, mustAcquire(t, data, Options{}))
 }
 
-func flockCmd(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("flock")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("flock(1) from util-linux is required under CI")
-		}
-		t.Skip("flock(1) not installed")
-	}
-	return p
-}
-
-func flockN(t *testing.T, flock, path string) int {
-	t.Helper()
-	err := exec.Command(flock, "-n", path, "true").Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ee):
-		return ee.ExitCode()
-	default:
-		t.Fatal(err)
-		return -1
-	}
-}
-
 // procLocksHas reports whether /proc/locks lists a FLOCK WRITE lock by pid on ino.
 func procLocksHas(t *testing.T, pid int, ino uint64) bool {
 	t.Helper()
@@ -245,18 +220,18 @@ func procLocksHas(t *testing.T, pid int, ino uint64) bool {
 
 // Behaviours 11, 12 and 50: flock(1) sees our lock, and we see flock(1)'s.
 func TestInteropWithFlockUtility(t *testing.T) {
-	fl := flockCmd(t)
+	fl := testutil.RequireCommand(t, "flock", "util-linux")
 	data := filepath.Join(t.TempDir(), "t.dets")
 	l := mustAcquire(t, data, Options{})
 	ino, _ := statIno(t, l.SidecarPath())
-	if got := flockN(t, fl, l.SidecarPath()); got != 1 {
+	if got := testutil.TryFlock(t, fl, l.SidecarPath()); got != 1 {
 		t.Fatalf("flock -n while held exited %d, want 1", got)
 	}
 	if !procLocksHas(t, os.Getpid(), ino) {
 		t.Fatal("/proc/locks has no FLOCK WRITE entry for the sidecar")
 	}
 	mustUnlock(t, l)
-	if got := flockN(t, fl, l.SidecarPath()); got != 0 {
+	if got := testutil.TryFlock(t, fl, l.SidecarPath()); got != 0 {
 		t.Fatalf("flock -n after release exited %d, want 0", got)
 	}
 	if procLocksHas(t, os.Getpid(), ino) {
@@ -281,7 +256,7 @@ func TestInteropWithFlockUtility(t *testing.T) {
 // Behaviour 14: opening and closing another descriptor on the sidecar does
 // not drop the lock (it would with POSIX fcntl locks).
 func TestUnrelatedCloseKeepsLock(t *testing.T) {
-	fl := flockCmd(t)
+	fl := testutil.RequireCommand(t, "flock", "util-linux")
 	data := filepath.Join(t.TempDir(), "t.dets")
 	l := mustAcquire(t, data, Options{})
 	defer mustUnlock(t, l)
@@ -293,7 +268,7 @@ func TestUnrelatedCloseKeepsLock(t *testing.T) {
 		}
 	})
 	wg.Wait()
-	if got := flockN(t, fl, l.SidecarPath()); got != 1 {
+	if got := testutil.TryFlock(t, fl, l.SidecarPath()); got != 1 {
 		t.Fatalf("lock dropped by unrelated close (flock -n exited %d)", got)
 	}
 }

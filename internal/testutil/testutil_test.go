@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -19,6 +20,13 @@ func TestMain(m *testing.M) {
 			return 0
 		case "fail":
 			return 3
+		case "flockhold": // hold flock(1) on the path until stdin closes
+			cmd := exec.Command(os.Getenv("TESTUTIL_FLOCK"), os.Getenv("TESTUTIL_PARAM"), "sh", "-c", "echo locked; cat >/dev/null")
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+			if cmd.Run() != nil {
+				return 2
+			}
+			return 0
 		}
 		return 4
 	})
@@ -103,4 +111,30 @@ func TestChildRoundTrip(t *testing.T) {
 	if err != nil || string(out) != "x\n" {
 		t.Fatalf("echo: %q %v", out, err)
 	}
+}
+
+func TestRequireCommandAndTryFlock(t *testing.T) {
+	t.Setenv("CI", "")
+	var skipped bool
+	t.Run("missing", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }()
+		RequireCommand(t, "godets-no-such-program", "nowhere")
+	})
+	if !skipped {
+		t.Fatal("a missing program did not skip")
+	}
+	flock := RequireCommand(t, "flock", "util-linux")
+	path := t.TempDir() + "/lock"
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := TryFlock(t, flock, path); got != 0 {
+		t.Fatalf("free lock: flock exited %d", got)
+	}
+	held := StartChild(t, "flockhold", "TESTUTIL_PARAM="+path, "TESTUTIL_FLOCK="+flock)
+	held.ExpectLine(t, "locked")
+	if got := TryFlock(t, flock, path); got != 1 {
+		t.Fatalf("held lock: flock exited %d, want 1", got)
+	}
+	held.Release(t)
 }
