@@ -21,14 +21,12 @@ func buildCLI(t *testing.T, dir string) string {
 	if os.Getenv("GODETS_QEMU") != "" {
 		t.Skip("the dets binary is built for the host, not the emulated target")
 	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
+	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command to build cmd/dets with")
 	}
-	bin := filepath.Join(dir, "dets")
-	cmd := exec.Command(gobin, "build", "-o", bin, "github.com/godets/godets/cmd/dets")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/dets: %v\n%s", err, out)
+	bin, err := testutil.BuildProgram(dir, "github.com/godets/godets/cmd/dets")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

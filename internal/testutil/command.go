@@ -2,8 +2,11 @@ package testutil
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path"
+	"path/filepath"
 	"testing"
 )
 
@@ -37,4 +40,16 @@ func TryFlock(t testing.TB, flock, path string) int {
 	}
 	t.Fatalf("flock -n %s: %v", path, err)
 	return -1
+}
+
+// BuildProgram builds the main package importPath into dir with the go
+// command and returns the binary's path; an error carries go build's
+// output. For tests that run a command of this module as a user would.
+func BuildProgram(dir, importPath string) (string, error) {
+	bin := filepath.Join(dir, path.Base(importPath))
+	out, err := exec.Command("go", "build", "-o", bin, importPath).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build %s: %v\n%s", importPath, err, out)
+	}
+	return bin, nil
 }

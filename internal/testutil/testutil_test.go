@@ -138,3 +138,11 @@ func TestRequireCommandAndTryFlock(t *testing.T) {
 	}
 	held.Release(t)
 }
+
+func TestBuildProgramReportsGoBuild(t *testing.T) {
+	RequireCommand(t, "go", "the Go toolchain")
+	_, err := BuildProgram(t.TempDir(), "github.com/godets/godets/no/such/cmd")
+	if err == nil || !strings.Contains(err.Error(), "go build github.com/godets/godets/no/such/cmd") || !strings.Contains(err.Error(), "no/such/cmd") {
+		t.Fatalf("a failed build: %v", err)
+	}
+}
