@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/godets/godets/dets"
-	"github.com/godets/godets/etf"
 	"github.com/godets/godets/exclusive"
 	"github.com/godets/godets/internal/testutil"
 )
@@ -52,16 +51,7 @@ func TestSessionRacesRepairRename(t *testing.T) {
 		run = 3 * time.Second
 	}
 	path := filepath.Join(t.TempDir(), "t.dets")
-	tab, err := dets.Open(path, dets.Options{Kind: dets.Set})
-	if err == nil {
-		err = tab.Insert(etf.Tuple{countKey, etf.Int(0)})
-	}
-	if err == nil {
-		err = tab.Close()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	createCounterTable(t, path)
 	cmd := testutil.Command("forcerepair", childPathEnv+"="+path)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -47,16 +47,7 @@ func TestKillCLI(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildCLI(t, dir)
 	path := filepath.Join(dir, "counter.dets")
-	tab, err := dets.Open(path, dets.Options{Kind: dets.Set})
-	if err == nil {
-		err = tab.Insert(etf.Tuple{countKey, etf.Int(0)})
-	}
-	if err == nil {
-		err = tab.Close()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	createCounterTable(t, path)
 
 	// Load r inserts objects keyed r*objects+i, which the counter's atom
 	// key never equals; loadObject rebuilds each from its key.
@@ -142,7 +133,7 @@ func TestKillCLI(t *testing.T) {
 	stopHolders()
 
 	acked, inFlight, maxAcked := tallyCounter(t, seed, logs)
-	tab, err = dets.Open(path, dets.Options{Kind: dets.Set, Repair: dets.AutoRepair})
+	tab, err := dets.Open(path, dets.Options{Kind: dets.Set, Repair: dets.AutoRepair})
 	if err != nil {
 		t.Fatalf("seed %d: final open: %v", seed, err)
 	}

@@ -64,6 +64,21 @@ type holder struct {
 	logs []string
 }
 
+// createCounterTable creates the set at path holding the counter at 0.
+func createCounterTable(t *testing.T, path string) {
+	t.Helper()
+	tab, err := dets.Open(path, dets.Options{Kind: dets.Set})
+	if err == nil {
+		err = tab.Insert(etf.Tuple{countKey, etf.Int(0)})
+	}
+	if err == nil {
+		err = tab.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 type holderEvent struct {
 	id, gen int
 	line    string
@@ -83,16 +98,7 @@ func TestKillHolder(t *testing.T) {
 	kills := budget(60, 10, 1000)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "counter.dets")
-	tab, err := dets.Open(path, dets.Options{Kind: dets.Set})
-	if err == nil {
-		err = tab.Insert(etf.Tuple{countKey, etf.Int(0)})
-	}
-	if err == nil {
-		err = tab.Close()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	createCounterTable(t, path)
 
 	events := make(chan holderEvent, 4096)
 	var holders [3]*holder
@@ -176,7 +182,7 @@ func TestKillHolder(t *testing.T) {
 		logs = append(logs, h.logs...)
 	}
 	acked, inFlight, maxAcked := tallyCounter(t, seed, logs)
-	tab, err = dets.Open(path, dets.Options{Kind: dets.Set, Repair: dets.AutoRepair})
+	tab, err := dets.Open(path, dets.Options{Kind: dets.Set, Repair: dets.AutoRepair})
 	if err != nil {
 		t.Fatalf("seed %d: final open: %v", seed, err)
 	}
