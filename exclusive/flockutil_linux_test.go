@@ -3,7 +3,6 @@
 package exclusive
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -100,16 +99,7 @@ func TestFlockUtilityInterop(t *testing.T) {
 		t.Fatalf("flock -n after failed sessions exited %d", got)
 	}
 	// flock(1) holding the sidecar excludes a session.
-	cmd := exec.Command(fl, "-n", sidecar, "sh", "-c", "echo locked; read x")
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { in.Close(); _ = cmd.Wait() }()
-	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "locked" {
-		t.Fatalf("flock(1) did not lock: %q", line)
-	}
+	testutil.HoldFlock(t, fl, sidecar)
 	if err := With(path, Options{}, noop); !errors.Is(err, ErrBusy) {
 		t.Fatalf("with flock(1) holding: %v", err)
 	}

@@ -3,7 +3,6 @@
 package lockfile
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"net"
@@ -238,16 +237,7 @@ func TestInteropWithFlockUtility(t *testing.T) {
 		t.Fatal("/proc/locks still lists the sidecar")
 	}
 	// flock(1) holding the sidecar excludes us.
-	cmd := exec.Command(fl, "-n", l.SidecarPath(), "sh", "-c", "echo locked; read x")
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { in.Close(); _ = cmd.Wait() }()
-	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "locked" {
-		t.Fatalf("flock(1) did not lock: %q", line)
-	}
+	testutil.HoldFlock(t, fl, l.SidecarPath())
 	if _, err := Acquire(data, Options{}); !errors.Is(err, ErrBusy) {
 		t.Fatalf("with flock(1) holding: %v", err)
 	}

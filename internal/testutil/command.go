@@ -1,13 +1,17 @@
 package testutil
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // RequireCommand returns the path of the program name, which provider
@@ -52,4 +56,45 @@ func BuildProgram(dir, importPath string) (string, error) {
 		return "", fmt.Errorf("go build %s: %v\n%s", importPath, err, out)
 	}
 	return bin, nil
+}
+
+// HoldFlock makes util-linux flock(1) at its path flock hold the lock on
+// path (as another program would) until release or the end of the test.
+func HoldFlock(t testing.TB, flock, path string) (release func()) {
+	t.Helper()
+	cmd := exec.Command(flock, "-n", path, "sh", "-c", "echo locked; cat >/dev/null")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { in.Close(); _ = cmd.Wait() }) }
+	t.Cleanup(release)
+	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "locked" {
+		t.Fatalf("flock(1) did not lock %s: %q", path, line)
+	}
+	return release
+}
+
+// WaitForFile waits up to timeout for path to exist, polling, and fails the
+// test if it does not: the signal a child process gives that it is ready.
+func WaitForFile(t testing.TB, path string, timeout time.Duration, what string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never got ready (no %s after %v)", what, path, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

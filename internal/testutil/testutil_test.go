@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 var _ = SeedAlias("old.seed", "OLD_TESTUTIL_SEED")
@@ -20,13 +21,6 @@ func TestMain(m *testing.M) {
 			return 0
 		case "fail":
 			return 3
-		case "flockhold": // hold flock(1) on the path until stdin closes
-			cmd := exec.Command(os.Getenv("TESTUTIL_FLOCK"), os.Getenv("TESTUTIL_PARAM"), "sh", "-c", "echo locked; cat >/dev/null")
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-			if cmd.Run() != nil {
-				return 2
-			}
-			return 0
 		}
 		return 4
 	})
@@ -131,12 +125,43 @@ func TestRequireCommandAndTryFlock(t *testing.T) {
 	if got := TryFlock(t, flock, path); got != 0 {
 		t.Fatalf("free lock: flock exited %d", got)
 	}
-	held := StartChild(t, "flockhold", "TESTUTIL_PARAM="+path, "TESTUTIL_FLOCK="+flock)
-	held.ExpectLine(t, "locked")
+	release := HoldFlock(t, flock, path)
 	if got := TryFlock(t, flock, path); got != 1 {
 		t.Fatalf("held lock: flock exited %d, want 1", got)
 	}
-	held.Release(t)
+	release()
+	if got := TryFlock(t, flock, path); got != 0 {
+		t.Fatalf("released lock: flock exited %d", got)
+	}
+}
+
+func TestWaitForFile(t *testing.T) {
+	path := t.TempDir() + "/ready"
+	time.AfterFunc(30*time.Millisecond, func() { _ = os.WriteFile(path, nil, 0o644) })
+	WaitForFile(t, path, 5*time.Second, "the writer")
+	var failed bool
+	t.Run("never", func(t *testing.T) {
+		rec := &fatalRecorder{TB: t}
+		done := make(chan struct{})
+		go func() { defer close(done); WaitForFile(rec, path+".no", 20*time.Millisecond, "nobody") }()
+		<-done
+		failed = rec.fatal != ""
+	})
+	if !failed {
+		t.Fatal("a file that never came did not fail")
+	}
+}
+
+// fatalRecorder notes a Fatalf and ends the goroutine, as testing does.
+type fatalRecorder struct {
+	testing.TB
+	fatal string
+}
+
+func (r *fatalRecorder) Helper() {}
+func (r *fatalRecorder) Fatalf(f string, a ...any) {
+	r.fatal = fmt.Sprintf(f, a...)
+	runtime.Goexit()
 }
 
 func TestBuildProgramReportsGoBuild(t *testing.T) {
