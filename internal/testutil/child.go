@@ -54,7 +54,14 @@ type Child struct {
 // kills it and reaps it, so a failing test leaves no process behind.
 func StartChild(t testing.TB, role string, env ...string) *Child {
 	t.Helper()
-	cmd := Command(role, env...)
+	c := startPiped(t, Command(role, env...))
+	t.Cleanup(func() { c.Stdin.Close(); _ = c.Cmd.Process.Kill(); _ = c.Cmd.Wait() })
+	return c
+}
+
+// startPiped starts cmd with a pipe to its stdin and one from its stdout.
+func startPiped(t testing.TB, cmd *exec.Cmd) *Child {
+	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -66,9 +73,7 @@ func StartChild(t testing.TB, role string, env ...string) *Child {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &Child{Cmd: cmd, Stdin: stdin, Stdout: bufio.NewReader(out)}
-	t.Cleanup(func() { c.Stdin.Close(); _ = c.Cmd.Process.Kill(); _ = c.Cmd.Wait() })
-	return c
+	return &Child{Cmd: cmd, Stdin: stdin, Stdout: bufio.NewReader(out)}
 }
 
 // ExpectLine reads the child's next line and fails the test unless it is

@@ -1,7 +1,6 @@
 package testutil
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -62,22 +61,11 @@ func BuildProgram(dir, importPath string) (string, error) {
 // path (as another program would) until release or the end of the test.
 func HoldFlock(t testing.TB, flock, path string) (release func()) {
 	t.Helper()
-	cmd := exec.Command(flock, "-n", path, "sh", "-c", "echo locked; cat >/dev/null")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	c := startPiped(t, exec.Command(flock, "-n", path, "sh", "-c", "echo locked; cat >/dev/null"))
 	var once sync.Once
-	release = func() { once.Do(func() { in.Close(); _ = cmd.Wait() }) }
+	release = func() { once.Do(func() { c.Stdin.Close(); _ = c.Cmd.Wait() }) }
 	t.Cleanup(release)
-	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "locked" {
+	if line, _ := c.Stdout.ReadString('\n'); strings.TrimSpace(line) != "locked" {
 		t.Fatalf("flock(1) did not lock %s: %q", path, line)
 	}
 	return release
