@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"testing"
+
+	"github.com/godets/godets/internal/testutil"
 )
 
 // randomBatchTerm returns a term of the shapes RawBatch treats
@@ -120,7 +122,7 @@ func TestBatchBoxing(t *testing.T) {
 // truncated and corrupted encodings of them, RawBatch gives exactly
 // Decode's result: the same Go types and values, or the same error.
 func TestBatchMatchesDecode(t *testing.T) {
-	r := rand.New(rand.NewSource(testSeed(t)))
+	r := rand.New(rand.NewSource(testutil.Seed(t)))
 	var bd RawBatch
 	for i := range 4000 {
 		enc := mustEncode(t, randomBatchTerm(r))
@@ -148,7 +150,7 @@ func TestBatchMatchesDecode(t *testing.T) {
 // rewritten, a tag changed, a byte added or cut), and takes every valid
 // pair within its limits. Seeded: -etf.seed.
 func TestBatchPairMatchesDecode(t *testing.T) {
-	r := rand.New(rand.NewSource(testSeed(t)))
+	r := rand.New(rand.NewSource(testutil.Seed(t)))
 	size := func() int {
 		switch r.Intn(4) {
 		case 0:
@@ -252,7 +254,7 @@ func mustDecodeBatch(t *testing.T, bd *RawBatch, x Term) Term {
 // memory is reused for garbage. Seeded: -etf.seed.
 func TestBatchTermsSurviveGC(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(5))
-	r := rand.New(rand.NewSource(testSeed(t)))
+	r := rand.New(rand.NewSource(testutil.Seed(t)))
 	n := 20000
 	if testing.Short() {
 		n = 5000

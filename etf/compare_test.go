@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/godets/godets/internal/testutil"
 )
 
 func opaqueHex(s string) *Opaque {
@@ -335,7 +337,7 @@ func TestCompareNil(t *testing.T) {
 
 // Random terms: the three relations must be consistent orders.
 func TestCompareProperties(t *testing.T) {
-	r := rand.New(rand.NewSource(testSeed(t)))
+	r := rand.New(rand.NewSource(testutil.Seed(t)))
 	for range 3000 {
 		a, b := randomPair(r, 3)
 		c, e, x := Compare(a, b), Equal(a, b), CompareExact(a, b)
@@ -377,7 +379,7 @@ func TestCompareProperties(t *testing.T) {
 func TestCompareBigFloatExact(t *testing.T) {
 	// Every float beyond 2^63 is an integer; the BigInt just above or below
 	// it must compare accordingly, without rounding.
-	r := rand.New(rand.NewSource(testSeed(t)))
+	r := rand.New(rand.NewSource(testutil.Seed(t)))
 	for range 500 {
 		f := math.Ldexp(1+r.Float64(), 64+r.Intn(900))
 		if r.Intn(2) == 0 {

@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/godets/godets/internal/testutil"
 )
 
 // h turns spaced hex into bytes; tests write encodings the way the format
@@ -465,7 +467,7 @@ func TestDecodeNoHugeAlloc(t *testing.T) {
 // for random terms and for the fuzz seeds, its results never share memory
 // with the input, and later decodes never change earlier results.
 func TestRawBatch(t *testing.T) {
-	r := rand.New(rand.NewSource(testSeed(t)))
+	r := rand.New(rand.NewSource(testutil.Seed(t)))
 	var bd RawBatch
 	type done struct {
 		enc  []byte

@@ -9,6 +9,8 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+
+	"github.com/godets/godets/internal/testutil"
 )
 
 // Expected bytes follow OTP 25's term_to_binary/1; the OTP-checked ones are
@@ -223,7 +225,7 @@ func TestEncodeMapDoesNotMutate(t *testing.T) {
 }
 
 func TestEncodeRandomRoundTrip(t *testing.T) {
-	r := rand.New(rand.NewSource(testSeed(t)))
+	r := rand.New(rand.NewSource(testutil.Seed(t)))
 	buf := make([]byte, 0, 1<<16)
 	for range 3000 {
 		term := randomTerm(r, 4)

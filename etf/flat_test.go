@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"runtime"
 	"testing"
+
+	"github.com/godets/godets/internal/testutil"
 )
 
 // generalDecode is Decode without the flat fast path.
@@ -35,7 +37,7 @@ func flatEncoding(rng *rand.Rand, n int) []byte {
 // what the general decoder gives: the same values, types and capacities,
 // or the same error.
 func TestDecodeFlatMatchesGeneral(t *testing.T) {
-	rng := rand.New(rand.NewSource(testSeed(t)))
+	rng := rand.New(rand.NewSource(testutil.Seed(t)))
 	fast := 0
 	for i := range 5000 {
 		b := flatEncoding(rng, rng.Intn(7))
@@ -170,7 +172,7 @@ func keepThroughGC(t *testing.T, mk func(i int) (Term, error)) map[int]Term {
 // of one, with the same values and capacities, or Decode's error, for
 // flat tuples (whole or damaged) and random terms.
 func TestDecodeOneMatchesDecode(t *testing.T) {
-	rng := rand.New(rand.NewSource(testSeed(t)))
+	rng := rand.New(rand.NewSource(testutil.Seed(t)))
 	one := 0
 	for i := range 6000 {
 		var b []byte

@@ -1,14 +1,11 @@
 package etf
 
 import (
-	"flag"
 	"math"
 	"math/big"
 	"math/rand"
-	"os"
-	"strconv"
-	"testing"
-	"time"
+
+	"github.com/godets/godets/internal/testutil"
 )
 
 // randomTerm returns a random term built only from the modelled types (no
@@ -256,28 +253,9 @@ func randomString(r *rand.Rand) List {
 	return l
 }
 
-var seedFlag = flag.Int64("etf.seed", 0, "seed for randomized etf tests (0: ETF_SEED or time)")
-
-// testSeed returns the seed for a randomized test, logged so that a
-// failure can be replayed with -etf.seed or ETF_SEED.
-func testSeed(t testing.TB) int64 {
-	t.Helper()
-	seed := *seedFlag
-	if seed == 0 {
-		if s := os.Getenv("ETF_SEED"); s != "" {
-			v, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				t.Fatalf("bad ETF_SEED %q: %v", s, err)
-			}
-			seed = v
-		}
-	}
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay with -etf.seed=%d or ETF_SEED=%d)", seed, seed, seed)
-	return seed
-}
+// The old etf seed flag and variable still replay (the kit's are -seed
+// and GODETS_SEED).
+var _ = testutil.SeedAlias("etf.seed", "ETF_SEED")
 
 // randomPair returns two terms worth comparing: often b is a near copy of a
 // (one leaf changed, or an integer swapped for the equal float), so that

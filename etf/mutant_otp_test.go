@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/godets/godets/internal/otptest"
+	"github.com/godets/godets/internal/testutil"
 )
 
 // What binary_to_term accepts, decided by a real OTP 25, against Decode.
@@ -173,7 +174,7 @@ func TestOTPLimits(t *testing.T) {
 // then to the same term, hash included.
 func TestOTPMutants(t *testing.T) {
 	erl := otptest.Erl(t)
-	seed := testSeed(t)
+	seed := testutil.Seed(t)
 	r := rand.New(rand.NewSource(seed))
 	n := 50000
 	if testing.Short() {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/godets/godets/internal/otptest"
+	"github.com/godets/godets/internal/testutil"
 )
 
 // Differential tests against a real OTP 25 erl. Each test starts erl once
@@ -37,7 +38,7 @@ const otpPairOut = 6 // binaries returned per pair
 
 func TestOTPDifferential(t *testing.T) {
 	erl := otptest.Erl(t)
-	seed := testSeed(t)
+	seed := testutil.Seed(t)
 	r := rand.New(rand.NewSource(seed))
 	n := 3000
 	if testing.Short() {

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/godets/godets/internal/testutil"
 )
 
 // vectorsPath returns the OTP 25 phash2 vector file: the copy in testdata,
@@ -210,7 +212,7 @@ func TestPhash2EqualTerms(t *testing.T) {
 func TestPhash2Random(t *testing.T) {
 	// A decode/encode round trip never changes the hash, and hashing is
 	// deterministic.
-	seed := testSeed(t)
+	seed := testutil.Seed(t)
 	r := rand.New(rand.NewSource(seed))
 	for range 2000 {
 		term := randomTerm(r, 4)

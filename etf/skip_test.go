@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/godets/godets/internal/testutil"
 )
 
 // raw is the receiver of the byte-level calls under test.
@@ -17,7 +19,7 @@ var raw Raw
 // Decode: random terms, their mutations and truncations, and the fuzz seeds.
 func skipInputs(t *testing.T) [][]byte {
 	t.Helper()
-	r := rand.New(rand.NewSource(testSeed(t)))
+	r := rand.New(rand.NewSource(testutil.Seed(t)))
 	var ins [][]byte
 	for range 3000 {
 		enc, err := Encode(randomTerm(r, 3))
@@ -60,7 +62,7 @@ func TestValidateMatchesDecode(t *testing.T) {
 }
 
 func TestTupleElement(t *testing.T) {
-	r := rand.New(rand.NewSource(testSeed(t)))
+	r := rand.New(rand.NewSource(testutil.Seed(t)))
 	for range 2000 {
 		tup := Tuple{randomTerm(r, 2), randomTerm(r, 2), randomTerm(r, 2)}
 		enc, err := Encode(tup)
@@ -106,7 +108,7 @@ func bodyOf(t *testing.T, x Term) []byte {
 }
 
 func TestPhash2Body(t *testing.T) {
-	r := rand.New(rand.NewSource(testSeed(t)))
+	r := rand.New(rand.NewSource(testutil.Seed(t)))
 	handled := 0
 	check := func(x Term, body []byte) {
 		h, ok := raw.Phash2Body(body)
@@ -142,7 +144,7 @@ func TestPhash2Body(t *testing.T) {
 }
 
 func TestCompareBodies(t *testing.T) {
-	r := rand.New(rand.NewSource(testSeed(t)))
+	r := rand.New(rand.NewSource(testutil.Seed(t)))
 	handled := 0
 	for range 20000 {
 		x, y := randomTerm(r, 2), randomTerm(r, 2)

@@ -16,14 +16,14 @@ func TestFloat16(t *testing.T) {
 		if exp == 0x1F {
 			continue // infinities and NaNs
 		}
-		f := txtHalf(uint16(h))
+		f := decodeHalfFloat(uint16(h))
 		if got := float16Bits(f); got != uint16(h) {
 			t.Fatalf("float16Bits(%v) = %#04x, want %#04x", f, got, h)
 		}
 		if h&0x7FFF == 0x7BFF || h&0x8000 != 0 {
 			continue
 		}
-		next := txtHalf(uint16(h + 1))
+		next := decodeHalfFloat(uint16(h + 1))
 		mid := (f + next) / 2
 		want := uint16(h)
 		if h&1 == 1 {
@@ -35,8 +35,8 @@ func TestFloat16(t *testing.T) {
 	}
 }
 
-// txtHalf decodes IEEE half-precision bits.
-func txtHalf(h uint16) float64 {
+// decodeHalfFloat decodes IEEE half-precision bits.
+func decodeHalfFloat(h uint16) float64 {
 	sign := 1.0
 	if h&0x8000 != 0 {
 		sign = -1

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/godets/godets/internal/testutil"
 )
 
 func TestParseAll(t *testing.T) {
@@ -18,7 +20,7 @@ func TestParseAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Term{Tuple{Atom("a"), Int(1)}, Str("two"), &ImproperList{Elems: []Term{Int(3)}, Tail: Int(4)}, Binary{5}, txtExport("m", "f", 6)}
+	want := []Term{Tuple{Atom("a"), Int(1)}, Str("two"), &ImproperList{Elems: []Term{Int(3)}, Tail: Int(4)}, Binary{5}, exportFun("m", "f", 6)}
 	if len(got) != len(want) {
 		t.Fatalf("ParseAll gave %d terms, want %d", len(got), len(want))
 	}
@@ -106,13 +108,13 @@ func TestParseAllEncoding(t *testing.T) {
 	}
 }
 
-// txtChunkReader returns at most n bytes per Read, to exercise buffering.
-type txtChunkReader struct {
+// smallChunkReader returns at most n bytes per Read, to exercise buffering.
+type smallChunkReader struct {
 	s string
 	n int
 }
 
-func (c *txtChunkReader) Read(p []byte) (int, error) {
+func (c *smallChunkReader) Read(p []byte) (int, error) {
 	if len(c.s) == 0 {
 		return 0, io.EOF
 	}
@@ -122,12 +124,12 @@ func (c *txtChunkReader) Read(p []byte) (int, error) {
 	return k, nil
 }
 
-type txtFailReader struct{ err error }
+type failingReader struct{ err error }
 
-func (f txtFailReader) Read([]byte) (int, error) { return 0, f.err }
+func (f failingReader) Read([]byte) (int, error) { return 0, f.err }
 
 func TestReader(t *testing.T) {
-	r := rand.New(rand.NewSource(txtSeed(t)))
+	r := rand.New(rand.NewSource(testutil.Seed(t)))
 	var sb strings.Builder
 	var terms []Term
 	lines := []int{}
@@ -144,13 +146,13 @@ func TestReader(t *testing.T) {
 		sb.WriteString(".\n")
 		line += 1 + strings.Count(s, "\n")
 	}
-	rd := NewReader(&txtChunkReader{s: sb.String(), n: 7})
+	rd := NewReader(&smallChunkReader{s: sb.String(), n: 7})
 	for i, want := range terms {
 		got, err := rd.Next()
 		if err != nil {
 			t.Fatalf("term %d: %v", i, err)
 		}
-		if !txtSame(got, want) {
+		if !equalWithZeroSigns(got, want) {
 			t.Fatalf("term %d = %s, want %s", i, Format(got), Format(want))
 		}
 		if rd.Line() != lines[i] {
@@ -177,10 +179,10 @@ func TestReader(t *testing.T) {
 
 	// Read errors come through unchanged.
 	boom := errors.New("disk on fire")
-	if _, err := NewReader(txtFailReader{boom}).Next(); !errors.Is(err, boom) {
+	if _, err := NewReader(failingReader{boom}).Next(); !errors.Is(err, boom) {
 		t.Fatalf("read error: %v, want %v", err, boom)
 	}
-	rd = NewReader(io.MultiReader(strings.NewReader("a.\n{b,"), txtFailReader{boom}))
+	rd = NewReader(io.MultiReader(strings.NewReader("a.\n{b,"), failingReader{boom}))
 	if _, err := rd.Next(); err != nil {
 		t.Fatal(err)
 	}

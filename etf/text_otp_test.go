@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/godets/godets/internal/otptest"
+	"github.com/godets/godets/internal/testutil"
 )
 
 // The text interop tests run erl three times in all: once to read what
@@ -31,8 +32,8 @@ ParseText = fun(Text) ->
 end,
 `
 
-// txtDecode decodes an erl result, failing the test on bad bytes.
-func txtDecode(t *testing.T, b []byte) Term {
+// decodeErlAnswer decodes an erl result, failing the test on bad bytes.
+func decodeErlAnswer(t *testing.T, b []byte) Term {
 	t.Helper()
 	v, err := Decode(b)
 	if err != nil {
@@ -41,10 +42,10 @@ func txtDecode(t *testing.T, b []byte) Term {
 	return v
 }
 
-// txtResult splits {ok, T} or {Tag, Detail}.
-func txtResult(t *testing.T, b []byte) (ok bool, v Term) {
+// splitErlResult splits {ok, T} or {Tag, Detail}.
+func splitErlResult(t *testing.T, b []byte) (ok bool, v Term) {
 	t.Helper()
-	r, isTuple := txtDecode(t, b).(Tuple)
+	r, isTuple := decodeErlAnswer(t, b).(Tuple)
 	if !isTuple || len(r) != 2 {
 		t.Fatalf("unexpected answer from erl: %s", Format(r))
 	}
@@ -56,7 +57,7 @@ func txtResult(t *testing.T, b []byte) (ok bool, v Term) {
 // (=:= to binary_to_term of its Encode bytes, and the same floats' signs).
 func TestTextOTPFormat(t *testing.T) {
 	erl := otptest.Erl(t)
-	r := rand.New(rand.NewSource(txtSeed(t)))
+	r := rand.New(rand.NewSource(testutil.Seed(t)))
 	var terms []Term
 	for _, c := range formatCases {
 		terms = append(terms, c.term)
@@ -112,21 +113,21 @@ Same = case Consulted of {ok, L} -> L =:= binary_to_term(All); _ -> false end,
 		t.Fatalf("erl gave %d answers for %d terms", len(out), len(terms))
 	}
 	for i, tm := range terms {
-		ok, v := txtResult(t, out[1+i])
+		ok, v := splitErlResult(t, out[1+i])
 		text := string(in[2+2*i])
 		switch {
 		case !ok:
 			t.Errorf("erl did not read %s back: %s", text, Format(v))
-		case !txtSame(v, tm):
+		case !equalWithZeroSigns(v, tm):
 			t.Errorf("erl read %s as %s", text, Format(v))
 		}
 	}
-	res := txtDecode(t, out[0]).(Tuple)
+	res := decodeErlAnswer(t, out[0]).(Tuple)
 	if !Equal(res[0], True) {
 		t.Errorf("file:consult did not read the file as the terms: %s", Format(res[1]))
 	} else if got := res[1].(Tuple)[1].(List); len(got) == len(terms) {
 		for i := range terms {
-			if !txtSame(got[i], terms[i]) {
+			if !equalWithZeroSigns(got[i], terms[i]) {
 				t.Errorf("file:consult read %s as %s", Format(terms[i]), Format(got[i]))
 			}
 		}
@@ -167,22 +168,22 @@ Each(In)`, in...)
 		t.Fatalf("erl gave %d answers", len(out))
 	}
 	for i, c := range parseCases {
-		ok, v := txtResult(t, out[i])
+		ok, v := splitErlResult(t, out[i])
 		if !ok {
 			t.Errorf("erl refused %q: %s", c.text, Format(v))
-		} else if !txtSame(v, c.want) {
+		} else if !equalWithZeroSigns(v, c.want) {
 			t.Errorf("erl read %q as %s, the table says %s", c.text, Format(v), Format(c.want))
 		}
 	}
 	out = out[len(parseCases):]
 	for i, c := range parseErrorCases {
-		if ok, v := txtResult(t, out[i]); ok {
+		if ok, v := splitErlResult(t, out[i]); ok {
 			t.Errorf("erl read %q as %s; the table says it is an error", c.text, Format(v))
 		}
 	}
 	out = out[len(parseErrorCases):]
 	for i, c := range encodingCases {
-		ok, v := txtResult(t, out[i])
+		ok, v := splitErlResult(t, out[i])
 		switch {
 		case ok != (c.want != nil):
 			t.Errorf("%s: file:consult gave %s", c.name, Format(v))
@@ -199,7 +200,7 @@ Each(In)`, in...)
 // text it prints in its own styles.
 func TestTextOTPPrinted(t *testing.T) {
 	erl := otptest.Erl(t)
-	r := rand.New(rand.NewSource(txtSeed(t)))
+	r := rand.New(rand.NewSource(testutil.Seed(t)))
 	var terms List
 	for len(terms) < 400 {
 		terms = append(terms, randomTerm(r, 1+r.Intn(4)))
@@ -218,7 +219,7 @@ Print = fun(Fmt) -> [io_lib:format(Fmt, [T]) || T <- Terms] end,
  unicode:characters_to_binary(Print("~tp.~n")),
  unicode:characters_to_binary(Print("~tw.~n")),
  unicode:characters_to_binary(["%% -*- coding: latin-1 -*-\n" | Print("~p.~n")], unicode, latin1)]`, bin)
-	want, ok := txtDecode(t, out[0]).(List)
+	want, ok := decodeErlAnswer(t, out[0]).(List)
 	if !ok || len(want) <= len(terms) {
 		t.Fatalf("erl's term list has the wrong shape")
 	}
@@ -233,7 +234,7 @@ Print = fun(Fmt) -> [io_lib:format(Fmt, [T]) || T <- Terms] end,
 			continue
 		}
 		for j := range want {
-			if !txtSame(got[j], want[j]) {
+			if !equalWithZeroSigns(got[j], want[j]) {
 				t.Errorf("%s: term %d read as %s, erl wrote %s", style, j, Format(got[j]), Format(want[j]))
 			}
 		}
@@ -250,7 +251,7 @@ func TestTextOTPFormatExports(t *testing.T) {
 		{tagInteger, 0x7f, 0xff, 0xff, 0xff}, {tagSmallBig, 1, 0, 3},
 		{tagSmallBig, 5, 0, 2, 0, 0, 0, 1}, {tagLargeBig, 0, 0, 0, 1, 0, 200},
 	} {
-		in = append(in, append([]byte{131}, txtExportArity(arity...).Raw...))
+		in = append(in, append([]byte{131}, exportWithArityBytes(arity...).Raw...))
 	}
 	out := erl.Eval(t, `[iolist_to_binary(io_lib:format("~w", [binary_to_term(B)])) || B <- In]`, in...)
 	if len(out) != len(in) {

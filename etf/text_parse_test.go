@@ -58,10 +58,10 @@ var parseCases = []struct {
 	{"36#Zz", Int(35*36 + 35)},
 	{"1_6#10", Int(16)},
 	{"9223372036854775807", Int(math.MaxInt64)},
-	{"9223372036854775808", txtBig("9223372036854775808")},
+	{"9223372036854775808", parseBigTerm("9223372036854775808")},
 	{"-9223372036854775808", Int(math.MinInt64)},
-	{"-9223372036854775809", txtBig("-9223372036854775809")},
-	{"16#10000000000000000", txtBig("18446744073709551616")},
+	{"-9223372036854775809", parseBigTerm("-9223372036854775809")},
+	{"16#10000000000000000", parseBigTerm("18446744073709551616")},
 	{"$a", Int('a')},
 	{"$ ", Int(' ')},
 	{"$\\n", Int('\n')},
@@ -75,7 +75,7 @@ var parseCases = []struct {
 	// floats
 	{"1.0", Float(1)},
 	{"0.5", Float(0.5)},
-	{"-0.0", txtNegZero},
+	{"-0.0", negativeZero},
 	{"+0.0", Float(0)},
 	{"1.0e10", Float(1e10)},
 	{"1.5E3", Float(1500)},
@@ -190,11 +190,11 @@ var parseCases = []struct {
 	{"<<<<1,2,3>>:2/binary-unit:4>>", Binary{1}},
 	{"<<1:1, <<255>>/binary>>", Bitstring{Bytes: []byte{0xFF, 0x80}, Bits: 1}},
 	// external funs, comments and white space
-	{"fun lists:map/2", txtExport("lists", "map", 2)},
+	{"fun lists:map/2", exportFun("lists", "map", 2)},
 	{"fun 'hé':'x\\x{400}'/2", &Opaque{Raw: []byte{113, 100, 0, 2, 'h', 233, 119, 3, 'x', 208, 128, 97, 2}}},
-	{"fun m:f/0", txtExport("m", "f", 0)},
-	{"fun m:f/255", txtExport("m", "f", 255)},
-	{"[fun m:f/1]", List{txtExport("m", "f", 1)}},
+	{"fun m:f/0", exportFun("m", "f", 0)},
+	{"fun m:f/255", exportFun("m", "f", 255)},
+	{"[fun m:f/1]", List{exportFun("m", "f", 1)}},
 	{"% lead\n{a, % inside\n b} % trail", Tuple{Atom("a"), Atom("b")}},
 	{"\t\r\n {a,\fb}\v", Tuple{Atom("a"), Atom("b")}},
 	{"\u0085a\u00a0", Atom("a")},
@@ -208,11 +208,11 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q): %v", c.text, err)
 			continue
 		}
-		if !txtSame(got, c.want) {
+		if !equalWithZeroSigns(got, c.want) {
 			t.Errorf("Parse(%q) = %s, want %s", c.text, Format(got), Format(c.want))
 		}
 		// A final dot is accepted.
-		if dotted, err := Parse(c.text + "\n."); err != nil || !txtSame(dotted, got) {
+		if dotted, err := Parse(c.text + "\n."); err != nil || !equalWithZeroSigns(dotted, got) {
 			t.Errorf("Parse(%q + dot) = %v, %v", c.text, dotted, err)
 		}
 	}
@@ -428,7 +428,7 @@ func TestHostileText(t *testing.T) {
 }
 
 func BenchmarkParse(b *testing.B) {
-	text := Format(txtBenchTerm())
+	text := Format(typicalDETSObject())
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	for b.Loop() {

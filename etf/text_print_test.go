@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/godets/godets/internal/testutil"
 )
 
 // formatCases pair terms with the text Format must give. Each text was
@@ -53,11 +55,11 @@ var formatCases = []struct {
 	{Int(-1), "-1"},
 	{Int(math.MaxInt64), "9223372036854775807"},
 	{Int(math.MinInt64), "-9223372036854775808"},
-	{txtBig("18446744073709551616"), "18446744073709551616"},
-	{txtBig("-9223372036854775809"), "-9223372036854775809"},
+	{parseBigTerm("18446744073709551616"), "18446744073709551616"},
+	{parseBigTerm("-9223372036854775809"), "-9223372036854775809"},
 	// floats
 	{Float(0), "0.0"},
-	{txtNegZero, "-0.0"},
+	{negativeZero, "-0.0"},
 	{Float(1), "1.0"},
 	{Float(-1.5), "-1.5"},
 	{Float(0.1), "0.1"},
@@ -116,21 +118,21 @@ var formatCases = []struct {
 	{Map{}, "#{}"},
 	{Map{{Atom("b"), Int(1)}, {Atom("a"), Int(2)}}, "#{a => 2,b => 1}"},
 	{Map{{Float(1), Atom("x")}, {Int(1), Atom("y")}}, "#{1 => y,1.0 => x}"},
-	{Map{{Str("k"), Nil}, {Map{}, Map{{Int(-1), txtNegZero}}}}, `#{#{} => #{-1 => -0.0},"k" => []}`},
+	{Map{{Str("k"), Nil}, {Map{}, Map{{Int(-1), negativeZero}}}}, `#{#{} => #{-1 => -0.0},"k" => []}`},
 	{Tuple{List{Binary("a")}, Map{{Atom("k"), Tuple{}}}}, `{[<<"a">>],#{k => {}}}`},
 	// external funs
-	{txtExport("lists", "map", 2), "fun lists:map/2"},
+	{exportFun("lists", "map", 2), "fun lists:map/2"},
 	{&Opaque{Raw: []byte{113, 100, 0, 2, 'h', 233, 119, 3, 'x', 208, 128, 97, 2}}, "fun 'hé':'xЀ'/2"},
-	{txtExport("end", "Fun", 0), "fun 'end':'Fun'/0"},
+	{exportFun("end", "Fun", 0), "fun 'end':'Fun'/0"},
 	// OTP reads an export's arity in any integer encoding (and writes it
 	// back as SMALL_INTEGER_EXT).
-	{txtExportArity(tagInteger, 0, 0, 0, 3), "fun m:f/3"},
-	{txtExportArity(tagSmallBig, 1, 0, 3), "fun m:f/3"},
-	{txtExportArity(tagSmallBig, 5, 0, 2, 0, 0, 0, 1), "fun m:f/2"}, // 2^32+2: OTP keeps 32 bits
+	{exportWithArityBytes(tagInteger, 0, 0, 0, 3), "fun m:f/3"},
+	{exportWithArityBytes(tagSmallBig, 1, 0, 3), "fun m:f/3"},
+	{exportWithArityBytes(tagSmallBig, 5, 0, 2, 0, 0, 0, 1), "fun m:f/2"}, // 2^32+2: OTP keeps 32 bits
 }
 
-// txtExportArity is fun m:f/A with the arity's encoding given byte by byte.
-func txtExportArity(arity ...byte) *Opaque {
+// exportWithArityBytes is fun m:f/A with the arity's encoding given byte by byte.
+func exportWithArityBytes(arity ...byte) *Opaque {
 	return &Opaque{Raw: append([]byte{tagExport, tagAtom, 0, 1, 'm', tagAtom, 0, 1, 'f'}, arity...)}
 }
 
@@ -155,7 +157,7 @@ func TestFormat(t *testing.T) {
 			t.Errorf("Parse(%s): %v", got, err)
 			continue
 		}
-		if !txtSame(back, c.term) {
+		if !equalWithZeroSigns(back, c.term) {
 			t.Errorf("Parse(%s) = %s, not the formatted term", got, Format(back))
 		}
 	}
@@ -186,8 +188,8 @@ func TestFormatStrictRefuses(t *testing.T) {
 		{"port", &Opaque{Raw: []byte{tagNewPort, 1}}, "#Port<5901>"},
 		{"local fun", &Opaque{Raw: []byte{tagNewFun, 0, 0}}, "#Fun<700000>"},
 		{"truncated export", &Opaque{Raw: []byte{tagExport, tagAtom, 0, 5, 'l'}}, "#Fun<71"},
-		{"export arity 300", txtExportArity(tagInteger, 0, 0, 1, 44), "fun m:f/300"},
-		{"export arity negative", txtExportArity(tagInteger, 0xff, 0xff, 0xff, 0xff), "#Fun<71"},
+		{"export arity 300", exportWithArityBytes(tagInteger, 0, 0, 1, 44), "fun m:f/300"},
+		{"export arity negative", exportWithArityBytes(tagInteger, 0xff, 0xff, 0xff, 0xff), "#Fun<71"},
 		{"empty opaque", &Opaque{}, "#Opaque<>"},
 		{"nil opaque", (*Opaque)(nil), "#Invalid<nil>"},
 		{"nil term", nil, "#Invalid<nil>"},
@@ -208,7 +210,7 @@ func TestFormatStrictRefuses(t *testing.T) {
 		{"improper list with list tail", &ImproperList{Elems: []Term{Int(1)}, Tail: List{Int(2)}}, "[1|[2]]"},
 		{"improper list without elements", &ImproperList{Tail: Atom("t")}, "t"},
 		{"map with duplicate keys", Map{{Int(1), Atom("a")}, {Int(1), Atom("b")}}, "#{1 => a,1 => b}"},
-		{"too deep", txtDeepTuple(maxTextDepth + 1), "{{{{"},
+		{"too deep", nestedTuples(maxTextDepth + 1), "{{{{"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -226,7 +228,7 @@ func TestFormatStrictRefuses(t *testing.T) {
 		})
 	}
 	// The deepest term Decode accepts still has a text form.
-	deep := txtDeepTuple(maxTextDepth)
+	deep := nestedTuples(maxTextDepth)
 	s, err := FormatStrict(deep)
 	if err != nil {
 		t.Fatalf("FormatStrict at the depth limit: %v", err)
@@ -238,7 +240,7 @@ func TestFormatStrictRefuses(t *testing.T) {
 }
 
 func TestFormatRoundTripRandom(t *testing.T) {
-	r := rand.New(rand.NewSource(txtSeed(t)))
+	r := rand.New(rand.NewSource(testutil.Seed(t)))
 	n := 5000
 	if testing.Short() {
 		n = 1000
@@ -256,7 +258,7 @@ func TestFormatRoundTripRandom(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Parse(%s): %v", s, err)
 		}
-		if !txtSame(back, tm) {
+		if !equalWithZeroSigns(back, tm) {
 			t.Fatalf("round trip changed the term:\n text %s\n back %s", s, Format(back))
 		}
 		if again := Format(back); again != s {
@@ -265,13 +267,13 @@ func TestFormatRoundTripRandom(t *testing.T) {
 	}
 }
 
-var txtFloatRE = regexp.MustCompile(`^-?[0-9]+\.[0-9]+(e-?[1-9][0-9]*)?$`)
+var printedFloatRE = regexp.MustCompile(`^-?[0-9]+\.[0-9]+(e-?[1-9][0-9]*)?$`)
 
 func TestFloatFormatRandom(t *testing.T) {
-	r := rand.New(rand.NewSource(txtSeed(t)))
+	r := rand.New(rand.NewSource(testutil.Seed(t)))
 	check := func(f float64) {
 		s := Format(Float(f))
-		if !txtFloatRE.MatchString(s) {
+		if !printedFloatRE.MatchString(s) {
 			t.Fatalf("Format(%v) = %s, not in the form erl_scan reads", f, s)
 		}
 		back, err := Parse(s)
@@ -311,7 +313,7 @@ func TestFloatFormatRandom(t *testing.T) {
 }
 
 func BenchmarkFormat(b *testing.B) {
-	term := txtBenchTerm()
+	term := typicalDETSObject()
 	buf := make([]byte, 0, 1024)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/godets/godets/internal/testutil"
 )
 
 // Every function that walks encoded bytes must accept exactly what Decode
@@ -411,7 +413,7 @@ func mutateOnce(r *rand.Rand, m []byte) []byte {
 // walker accepts or refuses as Decode does (no OTP needed; the OTP
 // differential is TestOTPMutants).
 func TestMutantsWalkersAgree(t *testing.T) {
-	seed := testSeed(t)
+	seed := testutil.Seed(t)
 	r := rand.New(rand.NewSource(seed))
 	n := 50000
 	if testing.Short() {

@@ -70,7 +70,7 @@ func TestFairWaitsNoTimeouts(t *testing.T) {
 	timeouts := make([]int, procs)
 	for i, c := range kids {
 		for {
-			line, err := c.stdout.ReadString('\n')
+			line, err := c.Stdout.ReadString('\n')
 			if err != nil {
 				break
 			}
@@ -87,7 +87,7 @@ func TestFairWaitsNoTimeouts(t *testing.T) {
 				t.Errorf("child %d: %s", i, strings.TrimSpace(line))
 			}
 		}
-		if err := c.cmd.Wait(); err != nil {
+		if err := c.Cmd.Wait(); err != nil {
 			t.Errorf("child %d: %v", i, err)
 		}
 	}

@@ -3,7 +3,6 @@
 package exclusive
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -16,36 +15,12 @@ import (
 
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/internal/lockfile"
+	"github.com/godets/godets/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
 // The tests here drive util-linux flock(1) and read /proc/locks, which only
 // Linux has.
-
-func flockPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("flock")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("flock(1) from util-linux is required under CI")
-		}
-		t.Skip("flock(1) not installed")
-	}
-	return p
-}
-
-func flockN(t *testing.T, fl, sidecar string) int {
-	t.Helper()
-	err := exec.Command(fl, "-n", sidecar, "true").Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return 0
-}
 
 func procLocksLists(t *testing.T, sidecar string) bool {
 	t.Helper()
@@ -70,13 +45,13 @@ func procLocksLists(t *testing.T, sidecar string) bool {
 
 // Behaviours 11, 12, 14, 16, 50 with util-linux flock(1).
 func TestFlockUtilityInterop(t *testing.T) {
-	fl := flockPath(t)
+	fl := testutil.RequireCommand(t, "flock", "util-linux")
 	path := filepath.Join(t.TempDir(), "t.dets")
 	sidecar := path + lockfile.SidecarSuffix
 	sleep, _ := exec.LookPath("sleep")
 	var kid *exec.Cmd
 	err := With(path, Options{}, func(*dets.Table) error {
-		if got := flockN(t, fl, sidecar); got != 1 {
+		if got := testutil.TryFlock(t, fl, sidecar); got != 1 {
 			return fmt.Errorf("flock -n during session exited %d", got)
 		}
 		if !procLocksLists(t, sidecar) {
@@ -90,7 +65,7 @@ func TestFlockUtilityInterop(t *testing.T) {
 			}
 		})
 		wg.Wait()
-		if got := flockN(t, fl, sidecar); got != 1 {
+		if got := testutil.TryFlock(t, fl, sidecar); got != 1 {
 			return fmt.Errorf("lock dropped by unrelated close (%d)", got)
 		}
 		if sleep != "" {
@@ -108,7 +83,7 @@ func TestFlockUtilityInterop(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Released, even with a child started inside the callback still alive.
-	if got := flockN(t, fl, sidecar); got != 0 {
+	if got := testutil.TryFlock(t, fl, sidecar); got != 0 {
 		t.Fatalf("flock -n after session exited %d", got)
 	}
 	if procLocksLists(t, sidecar) {
@@ -120,20 +95,11 @@ func TestFlockUtilityInterop(t *testing.T) {
 		defer func() { _ = recover() }()
 		_ = With(path, Options{}, func(*dets.Table) error { panic("x") })
 	}()
-	if got := flockN(t, fl, sidecar); got != 0 {
+	if got := testutil.TryFlock(t, fl, sidecar); got != 0 {
 		t.Fatalf("flock -n after failed sessions exited %d", got)
 	}
 	// flock(1) holding the sidecar excludes a session.
-	cmd := exec.Command(fl, "-n", sidecar, "sh", "-c", "echo locked; read x")
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { in.Close(); _ = cmd.Wait() }()
-	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "locked" {
-		t.Fatalf("flock(1) did not lock: %q", line)
-	}
+	testutil.HoldFlock(t, fl, sidecar)
 	if err := With(path, Options{}, noop); !errors.Is(err, ErrBusy) {
 		t.Fatalf("with flock(1) holding: %v", err)
 	}

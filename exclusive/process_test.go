@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,19 +17,18 @@ import (
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/internal/lockfile"
+	"github.com/godets/godets/internal/testutil"
 )
 
-// Multi-process tests re-execute the test binary; childEnv selects the role.
+// Multi-process tests re-execute the test binary (testutil.StartChild);
+// these variables carry a child's parameters.
 const (
-	childEnv     = "GODETS_EXCLUSIVE_CHILD"
 	childPathEnv = "GODETS_EXCLUSIVE_PATH"
 	childNEnv    = "GODETS_EXCLUSIVE_N"
 )
 
 func TestMain(m *testing.M) {
-	if role := os.Getenv(childEnv); role != "" {
-		os.Exit(runChild(role, os.Getenv(childPathEnv)))
-	}
+	testutil.RunChildRole(func(role string) int { return runChild(role, os.Getenv(childPathEnv)) })
 	os.Exit(m.Run())
 }
 
@@ -127,57 +125,10 @@ func repairWaitChild(path string) int {
 	return 0
 }
 
-// selfCommand runs this test binary again with args. Under a user-mode
-// emulator the child runs through it too (GODETS_QEMU names it; test.sh
-// sets it): without binfmt_misc the kernel cannot exec a foreign binary.
-func selfCommand(args ...string) *exec.Cmd {
-	if emu := os.Getenv("GODETS_QEMU"); emu != "" {
-		return exec.Command(emu, append([]string{os.Args[0]}, args...)...)
-	}
-	return exec.Command(os.Args[0], args...)
-}
-
-type child struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stdout *bufio.Reader
-}
-
-func startChild(t *testing.T, role, path string, env ...string) *child {
+// startChild starts a child of role on the table at path.
+func startChild(t *testing.T, role, path string, env ...string) *testutil.Child {
 	t.Helper()
-	cmd := selfCommand("-test.run=^$")
-	cmd.Env = append(append(os.Environ(), childEnv+"="+role, childPathEnv+"="+path), env...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &child{cmd: cmd, stdin: stdin, stdout: bufio.NewReader(out)}
-	t.Cleanup(func() { c.stdin.Close(); _ = c.cmd.Process.Kill(); _ = c.cmd.Wait() })
-	return c
-}
-
-func (c *child) waitLocked(t *testing.T) {
-	t.Helper()
-	line, err := c.stdout.ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "locked" {
-		t.Fatalf("child did not lock: %q %v", line, err)
-	}
-}
-
-func (c *child) release(t *testing.T) {
-	t.Helper()
-	c.stdin.Close()
-	if err := c.cmd.Wait(); err != nil {
-		t.Fatalf("child: %v", err)
-	}
+	return testutil.StartChild(t, role, append([]string{childPathEnv + "=" + path}, env...)...)
 }
 
 func noop(*dets.Table) error { return nil }
@@ -186,7 +137,7 @@ func noop(*dets.Table) error { return nil }
 func TestProcessContention(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.dets")
 	c := startChild(t, "hold", path)
-	c.waitLocked(t)
+	c.ExpectLine(t, "locked")
 
 	start := time.Now()
 	err := With(path, Options{Wait: Immediate}, noop)
@@ -209,7 +160,7 @@ func TestProcessContention(t *testing.T) {
 
 	// Release at ~150 ms; a waiter gets in within about one poll interval.
 	start = time.Now()
-	time.AfterFunc(150*time.Millisecond, func() { c.stdin.Close() })
+	time.AfterFunc(150*time.Millisecond, func() { c.Stdin.Close() })
 	err = With(path, Options{Wait: WaitUpTo(2 * time.Second)}, noop)
 	el = time.Since(start)
 	if err != nil {
@@ -227,7 +178,7 @@ func TestProcessContention(t *testing.T) {
 func TestKilledHolderLeavesDirtyFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.dets")
 	c := startChild(t, "dirty", path)
-	c.waitLocked(t)
+	c.ExpectLine(t, "locked")
 	if err := With(path, Options{}, noop); !errors.Is(err, ErrBusy) {
 		t.Fatalf("before kill: %v", err)
 	}
@@ -236,10 +187,10 @@ func TestKilledHolderLeavesDirtyFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := c.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = c.cmd.Wait()
+	_ = c.Cmd.Wait()
 	l, err := lockfile.Acquire(path, lockfile.Options{Wait: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +234,7 @@ func TestKilledHolderLeavesDirtyFile(t *testing.T) {
 
 // startCounterChildren makes a table holding the counter at 0 and starts
 // procs children in role, each to run per sessions on it.
-func startCounterChildren(t *testing.T, role string, procs, per int) (path string, start time.Time, kids []*child) {
+func startCounterChildren(t *testing.T, role string, procs, per int) (path string, start time.Time, kids []*testutil.Child) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "t.dets")
 	if err := With(path, Options{}, func(t *dets.Table) error {
@@ -292,7 +243,7 @@ func startCounterChildren(t *testing.T, role string, procs, per int) (path strin
 		t.Fatal(err)
 	}
 	start = time.Now()
-	kids = make([]*child, procs)
+	kids = make([]*testutil.Child, procs)
 	for i := range kids {
 		kids[i] = startChild(t, role, path, childNEnv+"="+strconv.Itoa(per))
 	}
@@ -311,7 +262,7 @@ func TestStressCounter(t *testing.T) {
 	var ivs []iv
 	for i, c := range kids {
 		for {
-			line, err := c.stdout.ReadString('\n')
+			line, err := c.Stdout.ReadString('\n')
 			if err != nil {
 				break
 			}
@@ -324,7 +275,7 @@ func TestStressCounter(t *testing.T) {
 				t.Errorf("child %d: %s", i, strings.TrimSpace(line))
 			}
 		}
-		if err := c.cmd.Wait(); err != nil {
+		if err := c.Cmd.Wait(); err != nil {
 			t.Fatalf("child %d: %v", i, err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/internal/lockfile"
+	"github.com/godets/godets/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -70,14 +71,14 @@ func TestWaitersAfterRepairRename(t *testing.T) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		holder := startChild(t, "dirty", path)
-		holder.waitLocked(t)
+		holder.ExpectLine(t, "locked")
 		inoBefore := dataIno(t, path)
-		kids := make([]*child, waiters)
+		kids := make([]*testutil.Child, waiters)
 		for i := range kids {
 			kids[i] = startChild(t, "repairwait", path)
 		}
 		for i, c := range kids {
-			if line, err := c.stdout.ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
+			if line, err := c.Stdout.ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
 				t.Fatalf("round %d: waiter %d: %q %v", round, i, line, err)
 			}
 		}
@@ -88,14 +89,14 @@ func TestWaitersAfterRepairRename(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		time.Sleep(30 * time.Millisecond)
-		if err := holder.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		if err := holder.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		_ = holder.cmd.Wait()
+		_ = holder.Cmd.Wait()
 
 		var got []int64
 		for i, c := range kids {
-			line, _ := c.stdout.ReadString('\n')
+			line, _ := c.Stdout.ReadString('\n')
 			f := strings.Fields(line)
 			if len(f) == 2 && f[0] == "ok" {
 				n, _ := strconv.ParseInt(f[1], 10, 64)
@@ -103,7 +104,7 @@ func TestWaitersAfterRepairRename(t *testing.T) {
 			} else {
 				t.Errorf("round %d: waiter %d: %s", round, i, strings.TrimSpace(line))
 			}
-			_ = c.cmd.Wait()
+			_ = c.Cmd.Wait()
 		}
 		if t.Failed() {
 			t.FailNow()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,18 +15,8 @@ import (
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/internal/crashfs"
+	"github.com/godets/godets/internal/testutil/tabletest"
 )
-
-// memFS adapts crashfs.FS to dets.FS.
-type memFS struct{ *crashfs.FS }
-
-func (m memFS) OpenFile(name string, flag int, perm fs.FileMode) (dets.File, error) {
-	f, err := m.FS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
-}
 
 const path = "f.dets"
 
@@ -86,7 +75,7 @@ var (
 func makeFixtures() ([]fixture, error) {
 	fixOnce.Do(func() {
 		for _, kind := range []dets.Kind{dets.Set, dets.Bag, dets.DuplicateBag} {
-			cfs := memFS{crashfs.New()}
+			cfs := tabletest.NewMemFS()
 			tab, err := dets.Open(path, dets.Options{Kind: kind, FS: cfs})
 			if err != nil {
 				fixErr = err
@@ -137,7 +126,7 @@ func contents(tab *dets.Table) ([]etf.Term, error) {
 }
 
 // reopenClean opens path with NoRepair, checks it and returns its objects.
-func reopenClean(t *testing.T, cfs memFS, what string) []etf.Term {
+func reopenClean(t *testing.T, cfs tabletest.MemFS, what string) []etf.Term {
 	t.Helper()
 	tab, err := dets.Open(path, dets.Options{FS: cfs})
 	if err != nil {
@@ -170,7 +159,7 @@ var errWriteBudget = errors.New("fuzz harness: write budget exceeded")
 
 // openCase is the FuzzOpen property for one repair mode.
 func openCase(t *testing.T, data []byte, mode dets.RepairMode) {
-	cfs := memFS{crashfs.New()}
+	cfs := tabletest.NewMemFS()
 	cfs.Put(path, data)
 	written := 0
 	cfs.SetHook(func(r crashfs.Record) error {
@@ -361,7 +350,7 @@ func FuzzRepair(f *testing.F) {
 		if repairSlots(img) > maxRepairSlots {
 			return // valid but slow (see maxRepairSlots)
 		}
-		cfs := memFS{crashfs.New()}
+		cfs := tabletest.NewMemFS()
 		cfs.Put(path, img)
 		_, err := dets.Repair(path, dets.Options{Kind: fx.kind, KeyPos: 1, FS: cfs}, nil)
 		if err != nil {

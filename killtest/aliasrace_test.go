@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/godets/godets/dets"
-	"github.com/godets/godets/etf"
 	"github.com/godets/godets/exclusive"
+	"github.com/godets/godets/internal/testutil"
 )
 
 // forceRepairChild runs ForceRepair sessions on the file until killed:
@@ -51,17 +51,8 @@ func TestSessionRacesRepairRename(t *testing.T) {
 		run = 3 * time.Second
 	}
 	path := filepath.Join(t.TempDir(), "t.dets")
-	tab, err := dets.Open(path, dets.Options{Kind: dets.Set})
-	if err == nil {
-		err = tab.Insert(etf.Tuple{countKey, etf.Int(0)})
-	}
-	if err == nil {
-		err = tab.Close()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := selfCommand("forcerepair", childPathEnv+"="+path)
+	createCounterTable(t, path)
+	cmd := testutil.Command("forcerepair", childPathEnv+"="+path)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +66,7 @@ func TestSessionRacesRepairRename(t *testing.T) {
 	}
 	sessions := 0
 	for end := time.Now().Add(run); time.Now().Before(end); sessions++ {
-		b, err := selfCommand("onesession", childPathEnv+"="+path).Output()
+		b, err := testutil.Command("onesession", childPathEnv+"="+path).Output()
 		if got := strings.TrimSpace(string(b)); err != nil || got != "ok" {
 			t.Fatalf("session %d in a new process: %s (%v)", sessions, got, err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/testutil"
 )
 
 // buildCLI builds cmd/dets into dir and returns the binary's path.
@@ -20,14 +21,12 @@ func buildCLI(t *testing.T, dir string) string {
 	if os.Getenv("GODETS_QEMU") != "" {
 		t.Skip("the dets binary is built for the host, not the emulated target")
 	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
+	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command to build cmd/dets with")
 	}
-	bin := filepath.Join(dir, "dets")
-	cmd := exec.Command(gobin, "build", "-o", bin, "github.com/godets/godets/cmd/dets")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/dets: %v\n%s", err, out)
+	bin, err := testutil.BuildProgram(dir, "github.com/godets/godets/cmd/dets")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -42,22 +41,13 @@ func buildCLI(t *testing.T, dir string) string {
 // session; holders are not killed here), every other object is one the
 // load was given, and Check is clean.
 func TestKillCLI(t *testing.T) {
-	seed := familySeed(t)
+	seed := uint64(testutil.Seed(t))
 	rng := rand.New(rand.NewPCG(seed, 0x636c69))
 	kills := budget(30, 4, 300)
 	dir := t.TempDir()
 	bin := buildCLI(t, dir)
 	path := filepath.Join(dir, "counter.dets")
-	tab, err := dets.Open(path, dets.Options{Kind: dets.Set})
-	if err == nil {
-		err = tab.Insert(etf.Tuple{countKey, etf.Int(0)})
-	}
-	if err == nil {
-		err = tab.Close()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	createCounterTable(t, path)
 
 	// Load r inserts objects keyed r*objects+i, which the counter's atom
 	// key never equals; loadObject rebuilds each from its key.
@@ -83,7 +73,7 @@ func TestKillCLI(t *testing.T) {
 	for i := range 2 {
 		lp := filepath.Join(dir, fmt.Sprintf("ack-%d.log", i))
 		logs = append(logs, lp)
-		cmd := selfCommand("holder", childPathEnv+"="+path, childLogEnv+"="+lp)
+		cmd := testutil.Command("holder", childPathEnv+"="+path, childLogEnv+"="+lp)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -143,7 +133,7 @@ func TestKillCLI(t *testing.T) {
 	stopHolders()
 
 	acked, inFlight, maxAcked := tallyCounter(t, seed, logs)
-	tab, err = dets.Open(path, dets.Options{Kind: dets.Set, Repair: dets.AutoRepair})
+	tab, err := dets.Open(path, dets.Options{Kind: dets.Set, Repair: dets.AutoRepair})
 	if err != nil {
 		t.Fatalf("seed %d: final open: %v", seed, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/exclusive"
+	"github.com/godets/godets/internal/testutil"
 )
 
 var countKey = etf.Atom("count")
@@ -63,6 +64,21 @@ type holder struct {
 	logs []string
 }
 
+// createCounterTable creates the set at path holding the counter at 0.
+func createCounterTable(t *testing.T, path string) {
+	t.Helper()
+	tab, err := dets.Open(path, dets.Options{Kind: dets.Set})
+	if err == nil {
+		err = tab.Insert(etf.Tuple{countKey, etf.Int(0)})
+	}
+	if err == nil {
+		err = tab.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 type holderEvent struct {
 	id, gen int
 	line    string
@@ -77,21 +93,12 @@ type holderEvent struct {
 // that had not returned, and no value may be acknowledged twice. Any
 // failure of a session (an unsafe_alias, say) fails the test.
 func TestKillHolder(t *testing.T) {
-	seed := familySeed(t)
+	seed := uint64(testutil.Seed(t))
 	rng := rand.New(rand.NewPCG(seed, 0x686f6c64))
 	kills := budget(60, 10, 1000)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "counter.dets")
-	tab, err := dets.Open(path, dets.Options{Kind: dets.Set})
-	if err == nil {
-		err = tab.Insert(etf.Tuple{countKey, etf.Int(0)})
-	}
-	if err == nil {
-		err = tab.Close()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	createCounterTable(t, path)
 
 	events := make(chan holderEvent, 4096)
 	var holders [3]*holder
@@ -99,7 +106,7 @@ func TestKillHolder(t *testing.T) {
 	start := func(id int) {
 		logPath := filepath.Join(dir, fmt.Sprintf("ack-%03d.log", spawned))
 		spawned++
-		cmd := selfCommand("holder", childPathEnv+"="+path, childLogEnv+"="+logPath)
+		cmd := testutil.Command("holder", childPathEnv+"="+path, childLogEnv+"="+logPath)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -175,7 +182,7 @@ func TestKillHolder(t *testing.T) {
 		logs = append(logs, h.logs...)
 	}
 	acked, inFlight, maxAcked := tallyCounter(t, seed, logs)
-	tab, err = dets.Open(path, dets.Options{Kind: dets.Set, Repair: dets.AutoRepair})
+	tab, err := dets.Open(path, dets.Options{Kind: dets.Set, Repair: dets.AutoRepair})
 	if err != nil {
 		t.Fatalf("seed %d: final open: %v", seed, err)
 	}

@@ -2,25 +2,23 @@ package killtest
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"hash/crc32"
 	"io"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/godets/godets/internal/testhook"
+	"github.com/godets/godets/internal/testutil"
 )
 
-// Children are this test binary run again; childEnv selects the role and
-// the other variables carry its parameters.
+// Children are this test binary run again (testutil.Command): the kit's
+// GODETS_TEST_CHILD selects the role and these variables carry its
+// parameters.
 const (
-	childEnv     = "GODETS_KILL_CHILD"
 	childPathEnv = "GODETS_KILL_PATH"
 	childLogEnv  = "GODETS_KILL_LOG"
 	childSeedEnv = "GODETS_KILL_CHILD_SEED"
@@ -32,15 +30,17 @@ const (
 	childSortEnv = "GODETS_KILL_REPAIR_MEM"
 )
 
-var seedFlag = flag.Uint64("kill.seed", 0, "seed of the kill loops (0: GODETS_KILL_SEED or time-based)")
+// The old seed flag and variable still replay (the kit's are -seed and
+// GODETS_SEED).
+var _ = testutil.SeedAlias("kill.seed", "GODETS_KILL_SEED")
 
 func TestMain(m *testing.M) {
-	if role := os.Getenv(childEnv); role != "" {
+	testutil.RunChildRole(func(role string) int {
 		if n, err := strconv.Atoi(os.Getenv(childSortEnv)); err == nil {
 			testhook.RepairMemEntries = n
 		}
-		os.Exit(runChild(role))
-	}
+		return runChild(role)
+	})
 	os.Exit(m.Run())
 }
 
@@ -67,26 +67,6 @@ func runChild(role string) int {
 	return 4
 }
 
-// familySeed returns the seed of one test, logs it and how to replay it.
-func familySeed(t *testing.T) uint64 {
-	t.Helper()
-	seed := *seedFlag
-	if seed == 0 {
-		if s := os.Getenv("GODETS_KILL_SEED"); s != "" {
-			v, err := strconv.ParseUint(s, 10, 64)
-			if err != nil {
-				t.Fatalf("GODETS_KILL_SEED: %v", err)
-			}
-			seed = v
-		}
-	}
-	if seed == 0 {
-		seed = rand.Uint64()>>1 | 1
-	}
-	t.Logf("seed %d (rerun with -kill.seed=%d or GODETS_KILL_SEED=%d)", seed, seed, seed)
-	return seed
-}
-
 // soak reports whether GODETS_SOAK=1 asks for the long runs.
 func soak() bool { return os.Getenv("GODETS_SOAK") == "1" }
 
@@ -99,21 +79,6 @@ func budget(normal, short, soakN int) int {
 		return short
 	}
 	return normal
-}
-
-// selfCommand runs this test binary again as a child of the given role.
-// Under a user-mode emulator (GODETS_QEMU, set by test.sh) the child runs
-// through it too.
-func selfCommand(role string, env ...string) *exec.Cmd {
-	var cmd *exec.Cmd
-	if emu := os.Getenv("GODETS_QEMU"); emu != "" {
-		cmd = exec.Command(emu, os.Args[0], "-test.run=^$")
-	} else {
-		cmd = exec.Command(os.Args[0], "-test.run=^$")
-	}
-	cmd.Env = append(append(os.Environ(), childEnv+"="+role), env...)
-	cmd.Stderr = os.Stderr
-	return cmd
 }
 
 // ackLog is the child's append-only log of calls: each record is one line,

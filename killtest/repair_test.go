@@ -16,6 +16,7 @@ import (
 
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/testutil"
 )
 
 const (
@@ -141,7 +142,7 @@ func digestChild() int {
 
 // digestOf runs digestChild on path and returns the state and digest.
 func digestOf(path string) (state, dig string, err error) {
-	out, err := selfCommand("digest", childPathEnv+"="+path).Output()
+	out, err := testutil.Command("digest", childPathEnv+"="+path).Output()
 	for _, l := range strings.Split(string(out), "\n") {
 		switch {
 		case strings.HasPrefix(l, "state "):
@@ -195,7 +196,7 @@ func TestKillRepairExternalSort(t *testing.T) {
 // objects (a quarter of them with -short); memEntries > 0 bounds the
 // children's repair index (childSortEnv).
 func killRepairFamily(t *testing.T, family string, memEntries, objects, kills int) {
-	seed := familySeed(t)
+	seed := uint64(testutil.Seed(t))
 	rng := rand.New(rand.NewPCG(seed, 0x72657061))
 	if testing.Short() {
 		objects /= 4
@@ -207,7 +208,7 @@ func killRepairFamily(t *testing.T, family string, memEntries, objects, kills in
 	}
 	dir := t.TempDir()
 	pristine := filepath.Join(dir, "pristine.dets")
-	out, err := selfCommand("build", childPathEnv+"="+pristine, childCountEnv+"="+strconv.Itoa(objects)).Output()
+	out, err := testutil.Command("build", childPathEnv+"="+pristine, childCountEnv+"="+strconv.Itoa(objects)).Output()
 	if err != nil || strings.TrimSpace(string(out)) != "ok" {
 		t.Fatalf("build child: %v %q", err, out)
 	}
@@ -306,7 +307,7 @@ func killRepairFamily(t *testing.T, family string, memEntries, objects, kills in
 // "start" line, or with atWrite d after its "phase write" line (never when
 // d < 0). It returns how long the repair ran and whether it said "done".
 func runRepair(path, mode string, d time.Duration, atWrite bool) (time.Duration, bool, error) {
-	cmd := selfCommand("repair", childPathEnv+"="+path, childModeEnv+"="+mode)
+	cmd := testutil.Command("repair", childPathEnv+"="+path, childModeEnv+"="+mode)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return 0, false, err

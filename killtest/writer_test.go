@@ -15,6 +15,7 @@ import (
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/internal/model"
+	"github.com/godets/godets/internal/testutil"
 )
 
 // writerCounts are one kind's figures for its summary line.
@@ -33,7 +34,7 @@ type writerCounts struct {
 // §4 A5). A file is written by up to sixteen writers in turn, so later ones
 // kill into grown, repaired tables.
 func TestKillWriter(t *testing.T) {
-	seed := familySeed(t)
+	seed := uint64(testutil.Seed(t))
 	total := budget(300, 30, 10000)
 	for i, kind := range []dets.Kind{dets.Set, dets.Bag, dets.DuplicateBag} {
 		t.Run(kind.String(), func(t *testing.T) {
@@ -135,7 +136,7 @@ func killWriterKind(t *testing.T, seed uint64, kind dets.Kind, kills int) writer
 
 // runWriter starts a writer child and kills it; it returns where.
 func runWriter(path, logPath string, kind dets.Kind, mode string, childSeed uint64, rng *rand.Rand) (string, error) {
-	cmd := selfCommand("writer", childPathEnv+"="+path, childLogEnv+"="+logPath,
+	cmd := testutil.Command("writer", childPathEnv+"="+path, childLogEnv+"="+logPath,
 		childSeedEnv+"="+strconv.FormatUint(childSeed, 10), childKindEnv+"="+strconv.Itoa(int(kind)),
 		childModeEnv+"="+mode)
 	out, err := cmd.StdoutPipe()
@@ -286,7 +287,7 @@ func apply(m *model.Model, op string, args []etf.Term, result string) error {
 // verifyTable runs the verifier child and returns the objects it listed,
 // by key encoding.
 func verifyTable(path string, kind dets.Kind) (map[string][]etf.Term, error) {
-	cmd := selfCommand("verify", childPathEnv+"="+path, childKindEnv+"="+strconv.Itoa(int(kind)))
+	cmd := testutil.Command("verify", childPathEnv+"="+path, childKindEnv+"="+strconv.Itoa(int(kind)))
 	out, err := cmd.Output()
 	got := map[string][]etf.Term{}
 	ok := false

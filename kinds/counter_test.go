@@ -14,18 +14,14 @@ import (
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/exclusive"
+	"github.com/godets/godets/internal/testutil/tabletest"
 )
 
 // counterTable opens a set at a path the test can read the bytes of.
 func counterTable(t *testing.T) (*dets.Table, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "counter.dets")
-	tab, err := dets.Open(path, dets.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tab.Close() })
-	return tab, path
+	return tabletest.OpenT(t, path, dets.Options{}), path
 }
 
 // fileBytes syncs the table and returns its file's bytes.

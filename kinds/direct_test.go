@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/testutil"
+	"github.com/godets/godets/internal/testutil/tabletest"
 )
 
 // termOnly is c without its direct path: handles built with it work as
@@ -295,9 +296,7 @@ func checkDirect[K, V any](t *testing.T, seed uint64, kc Codec[K], vc Codec[V], 
 			if !bytes.Equal(fileBytesAt(t, paths[0]), fileBytesAt(t, paths[1])) {
 				t.Fatal("Insert through the direct path wrote another file than through terms")
 			}
-			tab, err := dets.Open(paths[0], dets.Options{})
-			must(t, err)
-			t.Cleanup(func() { tab.Close() })
+			tab := tabletest.OpenT(t, paths[0], dets.Options{})
 			h := newHandlePair(t, tab, kind, kc, vc)
 
 			// Objects the codecs cannot read, and good ones in unusual
@@ -363,9 +362,9 @@ func fileBytesAt(t *testing.T, path string) []byte {
 // TestDirectMatchesTerm: the direct path gives exactly the term path's
 // results and errors, for Lookup, Rows and All of every kind, over random
 // values, stored terms of the wrong type and unusual encodings, and
-// Insert writes the same file. Seeded: KINDS_SEED.
+// Insert writes the same file. Seeded: -seed or GODETS_SEED.
 func TestDirectMatchesTerm(t *testing.T) {
-	seed := kindsSeed(t)
+	seed := uint64(testutil.Seed(t))
 	str := func(r *rand.Rand) string { return string(randBytes(r)) }
 	t.Run("String,String", func(t *testing.T) {
 		checkDirect(t, seed, String, String, str, str)
@@ -456,7 +455,7 @@ func TestDirectPathCoverage(t *testing.T) {
 // TestDirectReadersNeverPanic: the direct readers refuse, without a panic,
 // every prefix of a valid body and random bytes.
 func TestDirectReadersNeverPanic(t *testing.T) {
-	seed := kindsSeed(t)
+	seed := uint64(testutil.Seed(t))
 	r := rand.New(rand.NewPCG(seed, 1))
 	a := &arena{}
 	codecsRead := []func([]byte) bool{
@@ -486,20 +485,9 @@ func TestDirectReadersNeverPanic(t *testing.T) {
 	}
 }
 
-// kindsSeed returns KINDS_SEED if set, else a fresh seed, and logs it (as
-// the external tests' seedFromEnv does).
-func kindsSeed(t *testing.T) uint64 {
-	seed := rand.Uint64()
-	if s := os.Getenv("KINDS_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("KINDS_SEED: %v", err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (rerun with KINDS_SEED=%d)", seed, seed)
-	return seed
-}
+// The old seed variable of the kinds tests still replays (the kit's are
+// -seed and GODETS_SEED).
+var _ = testutil.SeedAlias("", "KINDS_SEED")
 
 // TestDirectConcurrent: goroutines sharing a handle, and so the pooled
 // buffers and the table, each read back exactly what they wrote while the

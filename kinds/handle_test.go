@@ -8,17 +8,13 @@ import (
 
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/testutil/tabletest"
 )
 
 func openTable(t testing.TB, kind dets.Kind, keyPos int) *dets.Table {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "t.dets")
-	tab, err := dets.Open(path, dets.Options{Kind: kind, KeyPos: keyPos})
-	if err != nil {
-		t.Fatalf("dets.Open: %v", err)
-	}
-	t.Cleanup(func() { tab.Close() })
-	return tab
+	return tabletest.OpenT(t, path, dets.Options{Kind: kind, KeyPos: keyPos})
 }
 
 func TestSetOperations(t *testing.T) {

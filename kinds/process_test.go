@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,26 +14,26 @@ import (
 
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/exclusive"
+	"github.com/godets/godets/internal/testutil"
 	"github.com/godets/godets/kinds"
 )
 
-// The multi-process tests re-run this test binary as child processes. A
-// child sees childRole in its environment, does its job in TestMain and
-// exits without running any test.
+// The multi-process tests re-run this test binary as child processes
+// (testutil.Command). A child does the job of its role in TestMain and
+// exits without running any test; these variables carry its parameters.
 const (
-	childRole = "KINDS_TEST_CHILD"
 	childPath = "KINDS_TEST_PATH"
 	childArgs = "KINDS_TEST_ARGS"
 )
 
 func TestMain(m *testing.M) {
-	if role := os.Getenv(childRole); role != "" {
+	testutil.RunChildRole(func(role string) int {
 		if err := runChild(role, os.Getenv(childPath), os.Getenv(childArgs)); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
-			os.Exit(1)
+			return 1
 		}
-		os.Exit(0)
-	}
+		return 0
+	})
 	os.Exit(m.Run())
 }
 
@@ -128,8 +127,8 @@ func runChildren(t *testing.T, role, path string, args []string) {
 	errs := make([]error, len(args))
 	outs := make([][]byte, len(args))
 	for i, a := range args {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childRole+"="+role, childPath+"="+path, childArgs+"="+a)
+		cmd := testutil.Command(role, childPath+"="+path, childArgs+"="+a)
+		cmd.Stderr = nil // CombinedOutput collects it
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -185,7 +184,7 @@ func TestNoLostUpdates(t *testing.T) {
 // TestTwoPhaseFetchLosesNoKey: 4 processes with overlapping key sets each
 // run the two-session fetch; every key any of them wanted ends up stored.
 func TestTwoPhaseFetchLosesNoKey(t *testing.T) {
-	seed := seedFromEnv(t)
+	seed := uint64(testutil.Seed(t))
 	r := rand.New(rand.NewPCG(seed, 0))
 	const procs, universe, perProc = 4, 40, 20
 	path := filepath.Join(t.TempDir(), "cache.dets")
@@ -224,18 +223,4 @@ func TestTwoPhaseFetchLosesNoKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// seedFromEnv returns KINDS_SEED if set, else a fresh seed, and logs it.
-func seedFromEnv(t *testing.T) uint64 {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("KINDS_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("KINDS_SEED: %v", err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (rerun with KINDS_SEED=%d)", seed, seed)
-	return seed
 }

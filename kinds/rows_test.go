@@ -10,6 +10,7 @@ import (
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/exclusive"
+	"github.com/godets/godets/internal/testutil/tabletest"
 )
 
 // badRows are stored objects that a String/Int handle cannot decode, each
@@ -155,9 +156,7 @@ func TestRowsBreak(t *testing.T) {
 // inserted meanwhile may or may not be seen.
 func TestRowsChangesDuringLoop(t *testing.T) {
 	path := t.TempDir() + "/changes.dets"
-	tab, err := dets.Open(path, dets.Options{MinSlots: 4096})
-	must(t, err)
-	t.Cleanup(func() { tab.Close() })
+	tab := tabletest.OpenT(t, path, dets.Options{MinSlots: 4096})
 	s, err := NewSet(tab, String, Int)
 	must(t, err)
 	const n = 1000

@@ -10,13 +10,14 @@ import (
 
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/testutil"
 )
 
 // TestSelect: Select and SelectSeq give exactly the rows of All that the
 // predicate accepts, in All's order, for every kind; SelectSeq stops
-// when the loop breaks. Seeded: KINDS_SEED.
+// when the loop breaks. Seeded: -seed or GODETS_SEED.
 func TestSelect(t *testing.T) {
-	seed := kindsSeed(t)
+	seed := uint64(testutil.Seed(t))
 	for _, kind := range []dets.Kind{dets.Set, dets.Bag, dets.DuplicateBag} {
 		t.Run(kind.String(), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, uint64(kind)))

@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/commands"
@@ -21,23 +18,22 @@ import (
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/internal/crashfs"
 	"github.com/godets/godets/internal/model"
+	"github.com/godets/godets/internal/testutil"
+	"github.com/godets/godets/internal/testutil/tabletest"
 )
 
 var (
-	seedFlag = flag.Int64("prop.seed", 0, "gopter seed (0: GODETS_PROP_SEED or the clock)")
-	minFlag  = flag.Int("prop.min", 300, "successful sequences per kind")
+	minFlag = flag.Int("prop.min", 300, "successful sequences per kind")
+	// The old seed flag and variable still replay (the kit's are -seed
+	// and GODETS_SEED).
+	_ = testutil.SeedAlias("prop.seed", "GODETS_PROP_SEED")
 )
 
+// propSeed is the run's gopter seed (testutil.Seed); it also names the
+// directory where failing crash images are kept.
 func propSeed(t *testing.T) int64 {
-	s := *seedFlag
-	if s == 0 {
-		if v, err := strconv.ParseInt(os.Getenv("GODETS_PROP_SEED"), 10, 64); err == nil {
-			s = v
-		} else {
-			s = time.Now().UnixNano()
-		}
-	}
-	t.Logf("seed %d (rerun with -prop.seed=%d)", s, s)
+	t.Helper()
+	s := testutil.Seed(t)
 	evidenceDir = filepath.Join(os.TempDir(), fmt.Sprintf("godets-prop-%d", s))
 	return s
 }
@@ -53,26 +49,15 @@ func sequences() int {
 	return *minFlag
 }
 
-type memFS struct{ *crashfs.FS }
-
-func (m memFS) OpenFile(name string, flag int, perm fs.FileMode) (dets.File, error) {
-	f, err := m.FS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	if lyingSync {
-		return lyingFile{f}, nil
-	}
-	return f, nil
+// memFS is cfs as the engine's file system, lying on fsync when a test
+// set lyingSync.
+func memFS(cfs *crashfs.FS) tabletest.MemFS {
+	return tabletest.MemFS{FS: cfs, LyingSync: lyingSync}
 }
 
 // lyingSync makes every file's Sync a no-op that reports success: the
 // broken disk TestShrinksLyingSync needs the property to catch.
 var lyingSync bool
-
-type lyingFile struct{ *crashfs.File }
-
-func (lyingFile) Sync() error { return nil }
 
 const path = "p.dets"
 
@@ -261,7 +246,7 @@ func (reopenCmd) Run(s commands.SystemUnderTest) commands.Result {
 	if err := u.tab.Close(); err != nil {
 		return result{err: err}
 	}
-	tab, err := dets.Open(path, dets.Options{FS: memFS{u.cfs}})
+	tab, err := dets.Open(path, dets.Options{FS: memFS(u.cfs)})
 	if err != nil {
 		return result{err: err}
 	}
@@ -298,7 +283,7 @@ func (c crashCmd) Run(s commands.SystemUnderTest) commands.Result {
 	image := img.Get(path)
 	u.tab.Close() // on the old file system: the image is already taken
 	u.cfs = img
-	tab, err := dets.Open(path, dets.Options{FS: memFS{img}, Repair: dets.AutoRepair, Kind: u.kind})
+	tab, err := dets.Open(path, dets.Options{FS: memFS(img), Repair: dets.AutoRepair, Kind: u.kind})
 	if err != nil {
 		return withImage(result{err: err}, image)
 	}
@@ -352,7 +337,7 @@ func kindCommands(kind dets.Kind, stats *propStats) *commands.ProtoCommands {
 	return &commands.ProtoCommands{
 		NewSystemUnderTestFunc: func(commands.State) commands.SystemUnderTest {
 			cfs := crashfs.New()
-			tab, err := dets.Open(path, dets.Options{Kind: kind, FS: memFS{cfs}})
+			tab, err := dets.Open(path, dets.Options{Kind: kind, FS: memFS(cfs)})
 			if err != nil {
 				panic(err) // an in-memory create cannot fail
 			}
@@ -406,7 +391,7 @@ func TestCommands(t *testing.T) {
 // re-insert (moves to the end), insert of a float key, then a power loss.
 func TestCrashRecoveryExample(t *testing.T) {
 	cfs := crashfs.New()
-	tab, err := dets.Open(path, dets.Options{Kind: dets.Bag, FS: memFS{cfs}})
+	tab, err := dets.Open(path, dets.Options{Kind: dets.Bag, FS: memFS(cfs)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +415,7 @@ func TestCrashRecoveryExample(t *testing.T) {
 	}
 	img := cfs.Crash(crashfs.SyncedOnly, rand.New(rand.NewPCG(1, 1)))
 	tab.Close()
-	tab, err = dets.Open(path, dets.Options{FS: memFS{img}, Repair: dets.AutoRepair})
+	tab, err = dets.Open(path, dets.Options{FS: memFS(img), Repair: dets.AutoRepair})
 	if err != nil {
 		t.Fatal(err)
 	}

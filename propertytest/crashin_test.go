@@ -72,7 +72,7 @@ func (c crashInCmd) Run(s commands.SystemUnderTest) commands.Result {
 	image := img.Get(path)
 	u.tab.Close() // on the old file system: the image is already taken
 	u.cfs = img
-	tab, err := dets.Open(path, dets.Options{FS: memFS{img}, Repair: dets.AutoRepair, Kind: u.kind})
+	tab, err := dets.Open(path, dets.Options{FS: memFS(img), Repair: dets.AutoRepair, Kind: u.kind})
 	if err != nil {
 		return withImage(result{err: fmt.Errorf("AutoRepair open of the image at op %d: %w", k, err)}, image)
 	}
@@ -216,7 +216,7 @@ func (c crashRepairCmd) Run(s commands.SystemUnderTest) commands.Result {
 	killed := u.cfs.Crash(crashfs.AllWritten, nil)
 	u.tab.Close()
 	k0 := killed.Ops()
-	first, err := dets.Open(path, dets.Options{FS: memFS{killed}, Repair: dets.AutoRepair, Kind: u.kind})
+	first, err := dets.Open(path, dets.Options{FS: memFS(killed), Repair: dets.AutoRepair, Kind: u.kind})
 	if err != nil {
 		return result{err: fmt.Errorf("the first repair: %w", err)}
 	}
@@ -229,7 +229,7 @@ func (c crashRepairCmd) Run(s commands.SystemUnderTest) commands.Result {
 	image := img.Get(path)
 	first.Close()
 	u.cfs = img
-	tab, err := dets.Open(path, dets.Options{FS: memFS{img}, Repair: dets.AutoRepair, Kind: u.kind})
+	tab, err := dets.Open(path, dets.Options{FS: memFS(img), Repair: dets.AutoRepair, Kind: u.kind})
 	if err != nil {
 		return withImage(result{err: fmt.Errorf("open after a crash at op %d of %d of the repair: %w", k-k0, killed.Ops()-k0, err)}, image)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/internal/otptest"
+	"github.com/godets/godets/internal/testutil"
 )
 
 // fragmented makes a table that has lost most of its objects.
@@ -223,16 +224,7 @@ func TestLockForwardsSignals(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := os.Stat(ready); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("CMD never started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitForFile(t, ready, 20*time.Second, "CMD")
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

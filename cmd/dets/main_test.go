@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/internal/lockfile"
+	"github.com/godets/godets/internal/testutil"
 )
 
 var detsBin string
@@ -29,10 +29,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	detsBin = filepath.Join(dir, "dets")
-	build := exec.Command("go", "build", "-o", detsBin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	detsBin, err = testutil.BuildProgram(dir, "github.com/godets/godets/cmd/dets")
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "building dets:", err)
 		os.RemoveAll(dir)
 		os.Exit(2)

@@ -14,6 +14,7 @@ import (
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/internal/otptest"
+	"github.com/godets/godets/internal/testutil"
 )
 
 // otpObjects is Erlang code that binds Objs to a varied list of distinct
@@ -146,16 +147,7 @@ timer:sleep(600000),
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if _, err := os.Stat(marker); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("erl never got ready")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitForFile(t, marker, 2*time.Minute, "erl")
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/internal/msgen"
+	"github.com/godets/godets/internal/testutil"
 )
 
 // fuzzObjects are what every fuzzed spec runs on: table-like tuples and a
@@ -135,7 +136,7 @@ func TestNilTermsNoPanic(t *testing.T) {
 		etf.Tuple{etf.Int(1), (*etf.BigInt)(nil), (*etf.ImproperList)(nil), (*etf.Opaque)(nil)},
 		etf.Tuple{etf.Int(1), etf.Tuple{nil}, &etf.ImproperList{Elems: []etf.Term{nil}, Tail: nil}},
 	}
-	seed := testSeed(t)
+	seed := uint64(testutil.Seed(t))
 	g := msgen.New(seed)
 	samples := g.Objects(8) // heads come from sound objects, often '_' or a variable
 	for i := 0; i < 3000; i++ {

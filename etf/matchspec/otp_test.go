@@ -3,41 +3,18 @@ package matchspec
 import (
 	"bytes"
 	"errors"
-	"flag"
-	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/internal/msgen"
 	"github.com/godets/godets/internal/otptest"
+	"github.com/godets/godets/internal/testutil"
 )
 
-var seedFlag = flag.Uint64("matchspec.seed", 0, "seed for randomized matchspec tests (0: MATCHSPEC_SEED or random)")
-
-// testSeed returns the seed for a randomized test, logged so that a
-// failure replays with -matchspec.seed or MATCHSPEC_SEED.
-func testSeed(t testing.TB) uint64 {
-	t.Helper()
-	seed := *seedFlag
-	if seed == 0 {
-		if s := os.Getenv("MATCHSPEC_SEED"); s != "" {
-			v, err := strconv.ParseUint(s, 10, 64)
-			if err != nil {
-				t.Fatalf("bad MATCHSPEC_SEED %q: %v", s, err)
-			}
-			seed = v
-		}
-	}
-	if seed == 0 {
-		seed = rand.Uint64()>>1 | 1
-	}
-	// The flag must follow the package path (before it, go test fails).
-	t.Logf("seed %d (replay: go test -count=1 -run '^%s$' ./etf/matchspec -matchspec.seed=%d, or MATCHSPEC_SEED=%d)", seed, t.Name(), seed, seed)
-	return seed
-}
+// The old matchspec seed flag and variable still replay (the kit's are
+// -seed and GODETS_SEED).
+var _ = testutil.SeedAlias("matchspec.seed", "MATCHSPEC_SEED")
 
 // otpRunner compiles every spec with ets:match_spec_compile/1 and runs it
 // on every object with ets:match_spec_run/2 (what dets:select/2 uses), in
@@ -62,7 +39,7 @@ end,
 // term, encoded byte for byte (so -0.0 and 0.0 differ). Seeded.
 func TestDifferentialOTP(t *testing.T) {
 	erl := otptest.Erl(t)
-	seed := testSeed(t)
+	seed := uint64(testutil.Seed(t))
 	g := msgen.New(seed)
 	nSpecs, nObjs := 4000, 24
 	if testing.Short() {
@@ -169,7 +146,7 @@ ok = dets:close(T),
 // so must ours. Seeded as TestDifferentialOTP.
 func TestBoundKeysOTP(t *testing.T) {
 	erl := otptest.Erl(t)
-	seed := testSeed(t)
+	seed := uint64(testutil.Seed(t))
 	g := msgen.New(seed)
 	g.InvalidRate = 0.02
 	objs := g.Objects(300)

@@ -3,25 +3,14 @@ package crashfs
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"io/fs"
 	"math/rand/v2"
 	"os"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/godets/godets/internal/testutil"
 )
-
-var seedFlag = flag.Uint64("seed", 0, "seed for randomized tests (0: from the clock)")
-
-func seed(t *testing.T) uint64 {
-	s := *seedFlag
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -seed=%d)", s, s)
-	return s
-}
 
 func mustOpen(t *testing.T, f *FS, name string, flag int) *File {
 	t.Helper()
@@ -134,7 +123,7 @@ func TestDirectoryDurability(t *testing.T) {
 // synced content or from one of the pending writes at that offset, and
 // Torn512 keeps each sector of a write whole (all old or all new).
 func TestRandomModes(t *testing.T) {
-	r := rand.New(rand.NewPCG(seed(t), 1))
+	r := rand.New(rand.NewPCG(uint64(testutil.Seed(t)), 1))
 	for iter := range 200 {
 		f := New()
 		base := bytes.Repeat([]byte{'o'}, 4096)
@@ -195,7 +184,7 @@ func TestRandomModes(t *testing.T) {
 }
 
 func TestSubsetCoversBothOutcomes(t *testing.T) {
-	r := rand.New(rand.NewPCG(seed(t), 2))
+	r := rand.New(rand.NewPCG(uint64(testutil.Seed(t)), 2))
 	f := New()
 	f.Put("a", []byte("xx"))
 	h := mustOpen(t, f, "a", os.O_RDWR)

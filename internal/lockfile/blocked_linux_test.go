@@ -138,7 +138,7 @@ func TestAbandonedWaiterTakenOver(t *testing.T) {
 	if n := blockedCount(); n != 1 {
 		t.Fatalf("%d kernel waiters, want the one taken over", n)
 	}
-	holder.release(t)
+	holder.Release(t)
 	r := <-done
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -189,7 +189,7 @@ func TestSecondWaiterPolls(t *testing.T) {
 	if err := <-first; !errors.Is(err, ErrTimedOut) {
 		t.Fatalf("first waiter: %v", err)
 	}
-	holder.release(t)
+	holder.Release(t)
 	waitNoBlocked(t)
 }
 

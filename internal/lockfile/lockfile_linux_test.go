@@ -3,10 +3,8 @@
 package lockfile
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -21,89 +19,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/godets/godets/internal/testutil"
 )
-
-// Child roles: the test binary re-executes itself with childEnv set.
-const (
-	childEnv     = "GODETS_LOCKFILE_CHILD"
-	childPathEnv = "GODETS_LOCKFILE_PATH"
-)
-
-func TestMain(m *testing.M) {
-	if role := os.Getenv(childEnv); role != "" {
-		os.Exit(runChild(role, os.Getenv(childPathEnv)))
-	}
-	os.Exit(m.Run())
-}
-
-// runChild "hold": lock the path, print "locked", hold until stdin closes.
-func runChild(role, path string) int {
-	switch role {
-	case "hold":
-		l, err := Acquire(path, Options{Wait: 5 * time.Second})
-		if err != nil {
-			fmt.Println("error:", err)
-			return 2
-		}
-		fmt.Println("locked")
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		if err := l.Unlock(); err != nil {
-			fmt.Println("error:", err)
-			return 3
-		}
-		return 0
-	}
-	return 4
-}
-
-type holder struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-}
-
-// selfCommand runs this test binary again with args. Under a user-mode
-// emulator the child runs through it too (GODETS_QEMU names it; test.sh
-// sets it): without binfmt_misc the kernel cannot exec a foreign binary.
-func selfCommand(args ...string) *exec.Cmd {
-	if emu := os.Getenv("GODETS_QEMU"); emu != "" {
-		return exec.Command(emu, append([]string{os.Args[0]}, args...)...)
-	}
-	return exec.Command(os.Args[0], args...)
-}
-
-// startHolder runs a child process that holds the lock on path until release.
-func startHolder(t *testing.T, path string) *holder {
-	t.Helper()
-	cmd := selfCommand("-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=hold", childPathEnv+"="+path)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h := &holder{cmd: cmd, stdin: stdin}
-	t.Cleanup(func() { h.stdin.Close(); _ = h.cmd.Process.Kill(); _ = h.cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "locked" {
-		t.Fatalf("holder did not lock: %q %v", line, err)
-	}
-	return h
-}
-
-func (h *holder) release(t *testing.T) {
-	t.Helper()
-	h.stdin.Close()
-	if err := h.cmd.Wait(); err != nil {
-		t.Fatalf("holder: %v", err)
-	}
-}
 
 func mustAcquire(t *testing.T, path string, opts Options) *Lock {
 	t.Helper()
@@ -174,7 +92,7 @@ func TestBusyFromOtherProcessAndInProcess(t *testing.T) {
 		t.Fatalf("Busy took %v", el)
 	}
 	t.Logf("Busy in %v", el)
-	h.release(t)
+	h.Release(t)
 	l := mustAcquire(t, data, Options{})
 	// A second descriptor in the same process is excluded too.
 	if _, err := Acquire(data, Options{}); !errors.Is(err, ErrBusy) {
@@ -205,7 +123,7 @@ func TestZeroWaitIsImmediate(t *testing.T) {
 func TestTimedOutBoundAndPollCount(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "t.dets")
 	holder := startHolder(t, data)
-	defer holder.release(t)
+	defer holder.Release(t)
 	var attempts atomic.Int32
 	h := &Hooks{Flock: func(fd, how int) error {
 		if how&unix.LOCK_EX != 0 {
@@ -279,33 +197,6 @@ func TestLateAcquisitionReleased(t *testing.T) {
 	mustUnlock(t, mustAcquire(t, data, Options{}))
 }
 
-func flockCmd(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("flock")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("flock(1) from util-linux is required under CI")
-		}
-		t.Skip("flock(1) not installed")
-	}
-	return p
-}
-
-func flockN(t *testing.T, flock, path string) int {
-	t.Helper()
-	err := exec.Command(flock, "-n", path, "true").Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ee):
-		return ee.ExitCode()
-	default:
-		t.Fatal(err)
-		return -1
-	}
-}
-
 // procLocksHas reports whether /proc/locks lists a FLOCK WRITE lock by pid on ino.
 func procLocksHas(t *testing.T, pid int, ino uint64) bool {
 	t.Helper()
@@ -328,34 +219,25 @@ func procLocksHas(t *testing.T, pid int, ino uint64) bool {
 
 // Behaviours 11, 12 and 50: flock(1) sees our lock, and we see flock(1)'s.
 func TestInteropWithFlockUtility(t *testing.T) {
-	fl := flockCmd(t)
+	fl := testutil.RequireCommand(t, "flock", "util-linux")
 	data := filepath.Join(t.TempDir(), "t.dets")
 	l := mustAcquire(t, data, Options{})
 	ino, _ := statIno(t, l.SidecarPath())
-	if got := flockN(t, fl, l.SidecarPath()); got != 1 {
+	if got := testutil.TryFlock(t, fl, l.SidecarPath()); got != 1 {
 		t.Fatalf("flock -n while held exited %d, want 1", got)
 	}
 	if !procLocksHas(t, os.Getpid(), ino) {
 		t.Fatal("/proc/locks has no FLOCK WRITE entry for the sidecar")
 	}
 	mustUnlock(t, l)
-	if got := flockN(t, fl, l.SidecarPath()); got != 0 {
+	if got := testutil.TryFlock(t, fl, l.SidecarPath()); got != 0 {
 		t.Fatalf("flock -n after release exited %d, want 0", got)
 	}
 	if procLocksHas(t, os.Getpid(), ino) {
 		t.Fatal("/proc/locks still lists the sidecar")
 	}
 	// flock(1) holding the sidecar excludes us.
-	cmd := exec.Command(fl, "-n", l.SidecarPath(), "sh", "-c", "echo locked; read x")
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { in.Close(); _ = cmd.Wait() }()
-	if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "locked" {
-		t.Fatalf("flock(1) did not lock: %q", line)
-	}
+	testutil.HoldFlock(t, fl, l.SidecarPath())
 	if _, err := Acquire(data, Options{}); !errors.Is(err, ErrBusy) {
 		t.Fatalf("with flock(1) holding: %v", err)
 	}
@@ -364,7 +246,7 @@ func TestInteropWithFlockUtility(t *testing.T) {
 // Behaviour 14: opening and closing another descriptor on the sidecar does
 // not drop the lock (it would with POSIX fcntl locks).
 func TestUnrelatedCloseKeepsLock(t *testing.T) {
-	fl := flockCmd(t)
+	fl := testutil.RequireCommand(t, "flock", "util-linux")
 	data := filepath.Join(t.TempDir(), "t.dets")
 	l := mustAcquire(t, data, Options{})
 	defer mustUnlock(t, l)
@@ -376,7 +258,7 @@ func TestUnrelatedCloseKeepsLock(t *testing.T) {
 		}
 	})
 	wg.Wait()
-	if got := flockN(t, fl, l.SidecarPath()); got != 1 {
+	if got := testutil.TryFlock(t, fl, l.SidecarPath()); got != 1 {
 		t.Fatalf("lock dropped by unrelated close (flock -n exited %d)", got)
 	}
 }
@@ -389,10 +271,10 @@ func TestKilledHolderReleases(t *testing.T) {
 		t.Fatalf("want Busy before kill: %v", err)
 	}
 	killed := time.Now()
-	if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := h.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = h.cmd.Wait()
+	_ = h.Cmd.Wait()
 	l, err := Acquire(data, Options{Wait: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)

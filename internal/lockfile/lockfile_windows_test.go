@@ -1,13 +1,9 @@
 package lockfile
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,59 +13,6 @@ import (
 // Tests of the Windows lease. They run on Windows only; this project's
 // machine builds and vets them (Go 1.26 Windows binaries do not start
 // under Wine 8), so they are written to be read as well as run.
-
-const (
-	childEnv     = "GODETS_LOCKFILE_CHILD"
-	childPathEnv = "GODETS_LOCKFILE_PATH"
-)
-
-func TestMain(m *testing.M) {
-	if role := os.Getenv(childEnv); role == "hold" {
-		os.Exit(runHolder(os.Getenv(childPathEnv)))
-	}
-	os.Exit(m.Run())
-}
-
-// runHolder locks path, prints "locked" and holds until stdin closes.
-func runHolder(path string) int {
-	l, err := Acquire(path, Options{Wait: 5 * time.Second})
-	if err != nil {
-		fmt.Println("error:", err)
-		return 2
-	}
-	fmt.Println("locked")
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	if err := l.Unlock(); err != nil {
-		fmt.Println("error:", err)
-		return 3
-	}
-	return 0
-}
-
-// startHolder runs a child process of this test binary holding path.
-func startHolder(t *testing.T, path string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=hold", childPathEnv+"="+path)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "locked" {
-		t.Fatalf("holder did not lock: %q %v", line, err)
-	}
-	return cmd
-}
 
 func TestWindowsLockExcludesAndLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
@@ -129,7 +72,7 @@ func TestWindowsDeadHolderFreesTheLock(t *testing.T) {
 		done <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
-	if err := child.Process.Kill(); err != nil {
+	if err := child.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/godets/godets/internal/testutil"
 )
 
 // closeParked closes every parked descriptor now, so a test starts from a
@@ -74,8 +76,8 @@ func TestParkedDescriptorReusedAndUnlocked(t *testing.T) {
 	if procLocksHas(t, os.Getpid(), ino) {
 		t.Fatal("parked descriptor still holds the lock in /proc/locks")
 	}
-	if fl := flockCmd(t); fl != "" {
-		if code := flockN(t, fl, l.SidecarPath()); code != 0 {
+	if fl := testutil.RequireCommand(t, "flock", "util-linux"); fl != "" {
+		if code := testutil.TryFlock(t, fl, l.SidecarPath()); code != 0 {
 			t.Fatalf("flock(1) could not take a parked sidecar: exit %d", code)
 		}
 	}
