@@ -98,7 +98,8 @@ func TestOpenDecisionTable(t *testing.T) {
 		{"needs repair before mismatch", dirty, Options{Kind: Set}, []error{ErrNeedsRepair}, false},
 		{"bad invariants", patch(good, offN, 256, true), Options{}, []error{ErrCorrupt}, false},
 		{"missing read", nil, Options{ReadOnly: ro}, []error{fs.ErrNotExist}, true},
-		{"native", good, Options{Format: Native}, []error{ErrNotSupported}, false},
+		{"otp9 file, format native", good, Options{Format: Native}, []error{ErrFormatMismatch}, false},
+		{"dirty otp9 file, format native", dirty, Options{Format: Native, Repair: AutoRepair}, []error{ErrFormatMismatch}, false},
 		{"min above max", good, Options{MinSlots: 4096, MaxSlots: 1024}, []error{ErrInvalidOptions}, false},
 	}
 	for _, c := range cases {
