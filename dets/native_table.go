@@ -52,6 +52,14 @@ type nativeState struct {
 	// can carry its change of the counts (dObj, dKeys).
 	readPtr           int64
 	readKeys, readObj int
+
+	// A log page's header and a record, as writeRec writes them: a
+	// buffer of its own, since a local one would escape to the heap.
+	recBuf [nativeLogHeader + nativeLogRecord]byte
+
+	// lookup's parse buffers, reused under t.mu.
+	lgs   []group
+	lobjs []object
 }
 
 // nativeLogBlockClass is the buddy class of a log block (nativeLogBlockSize).
@@ -304,9 +312,9 @@ func (t *Table) parseNative(b []byte, e slotEntry, gs []group, objs []object) ([
 
 // nativeLookup is lookup's search of a parsed native bucket.
 func (t *Table) nativeLookup(b []byte, e slotEntry, ka *keyArg, wantObjs bool) ([]etf.Term, bool, error) {
-	var objs []object
-	var gs []group
-	gs, objs, err := t.parseNative(b, e, nil, objs)
+	nat := t.nat
+	gs, objs, err := t.parseNative(b, e, nat.lgs, nat.lobjs)
+	nat.lgs, nat.lobjs = gs, objs
 	if err != nil {
 		return nil, false, err
 	}
@@ -447,14 +455,14 @@ func (t *Table) writeRec(r *nativeLogRec) error {
 	nat := t.nat
 	nat.seq++
 	r.seq = nat.seq
-	var b [nativeLogHeader + nativeLogRecord]byte
+	b := nat.recBuf[:]
 	at := nat.logPage + nativeLogHeader + uint64(nat.logIdx)*nativeLogRecord
 	w := b[nativeLogHeader:]
 	off := at
 	if nat.logIdx == 0 {
 		h := nativeLogBlock{fileID: nat.super.fileID, epoch: nat.meta.gen, index: nat.logIndex}
-		h.encode(b[:])
-		w, off = b[:], nat.logPage
+		h.encode(b)
+		w, off = b, nat.logPage
 	}
 	r.encode(b[nativeLogHeader:])
 	if err := t.writeAt(w, int64(off)); err != nil {
