@@ -91,7 +91,11 @@ func TestNativeModel(t *testing.T) {
 					key := rng.Int63n(keys)
 					switch r := rng.Intn(10); {
 					case r < 7:
-						obj := etf.Tuple{etf.Int(key), etf.Int(rng.Intn(3)), etf.Binary(make([]byte, rng.Intn(40)))}
+						size := rng.Intn(40)
+						if rng.Intn(100) == 0 { // buckets past the largest cell, in buddy blocks
+							size = 2000 + rng.Intn(6000)
+						}
+						obj := etf.Tuple{etf.Int(key), etf.Int(rng.Intn(3)), etf.Binary(make([]byte, size))}
 						must(t, tab.Insert(obj))
 						m.insert(kind, obj)
 					case r < 9:
