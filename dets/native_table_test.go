@@ -1,6 +1,7 @@
 package dets
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -245,6 +246,30 @@ func TestNativeOpenDecisions(t *testing.T) {
 			t.Fatalf("dirty native file, %+v: file changed", c.opts)
 		}
 	}
+	// Both metas invalid (meta B of a new file is zero; A gets a flipped
+	// bit), or the root failing its checksum: a repair case (§11.5).
+	img := nativeTestImage(t, Set)
+	s, err := decodeNativeSuper("", img, int64(len(img)))
+	must(t, err)
+	ma, err := decodeNativeMeta("", img[nativeMetaAOff:], nativeMetaAOff, &s, int64(len(img)))
+	must(t, err)
+	for name, at := range map[string]uint64{"meta": nativeMetaAOff + 40, "root": ma.rootOff} {
+		b := bytes.Clone(img)
+		b[at] ^= 1
+		p := dir + "/" + name + ".dets"
+		must(t, os.WriteFile(p, b, 0o644))
+		var ce *CorruptionError
+		if _, err := Open(p, Options{}); !errors.Is(err, ErrNeedsRepair) || !errors.As(err, &ce) {
+			t.Errorf("damaged %s, NoRepair: %v, want ErrNeedsRepair with a *CorruptionError", name, err)
+		}
+		if _, err := Open(p, Options{Repair: AutoRepair}); !errors.Is(err, ErrNotSupported) {
+			t.Errorf("damaged %s, AutoRepair: %v, want ErrNotSupported until repair exists", name, err)
+		}
+		if !bytes.Equal(readFileT(t, p), b) {
+			t.Errorf("damaged %s: a refused open changed the file", name)
+		}
+	}
+
 	// The closed one opens, with its kind checked.
 	if _, err := Open(nat, Options{Kind: Set}); !errors.Is(err, ErrKindMismatch) {
 		t.Errorf("kind mismatch: %v", err)
