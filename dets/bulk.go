@@ -115,6 +115,9 @@ func (t *Table) InitTable(objs iter.Seq2[etf.Term, error]) error {
 		return err
 	}
 	defer t.mu.Unlock()
+	if err := t.nativeNotYet("InitTable"); err != nil {
+		return err
+	}
 	type item struct {
 		bulkObject
 		hash uint64

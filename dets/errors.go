@@ -45,6 +45,9 @@ var (
 	// ErrNotSupported: the request needs a feature this package lacks (the
 	// native format of old OTP releases, for example).
 	ErrNotSupported = errors.New("dets: not supported")
+	// ErrFormatMismatch: Options.Format asks for the native format and the
+	// file is an otp9 one (the zero Format opens either).
+	ErrFormatMismatch = errors.New("dets: file format mismatch")
 	// ErrAlreadyOpen: the file (by any path to it) is already open in this
 	// process and the new open could write to it, or the open one can; a
 	// repair of a file open in this process is refused with it too. Two

@@ -2,7 +2,6 @@ package dets
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/cespare/xxhash/v2"
@@ -382,17 +381,6 @@ func chooseNativeMeta(a nativeMeta, errA error, b nativeMeta, errB error) (cur n
 	return nativeMeta{}, 0, false, false
 }
 
-// refuseNative is the open path's answer to a file whose version word is
-// NAT1, while this build cannot open native tables: the superblock's own
-// verdict (§4.1), else ErrNotSupported. It only reads, so the file stays
-// byte-identical. head is the file's first bytes as open read them.
-func refuseNative(path string, head []byte, fileSize int64) error {
-	if _, err := decodeNativeSuper(path, head, fileSize); err != nil {
-		return err
-	}
-	return fmt.Errorf("%w: %s: native format files cannot be opened by this build yet", ErrNotSupported, path)
-}
-
 // refuseNativeRepair keeps Repair from rewriting a native file as otp9: a
 // scan for otp9 buckets finds nothing true in it, and the rebuilt file
 // would replace every object. data is the whole old file.
@@ -400,11 +388,10 @@ func refuseNativeRepair(path string, data []byte) error {
 	if len(data) < nsOffVersion+4 || be.Uint32(data[nsOffVersion:]) != nativeVersionBE {
 		return nil
 	}
-	err := refuseNative(path, data, int64(len(data)))
-	if errors.Is(err, ErrNotSupported) {
-		return fmt.Errorf("%w: %s: repair of native format files is not in this build yet", ErrNotSupported, path)
+	if _, err := decodeNativeSuper(path, data, int64(len(data))); err != nil {
+		return err
 	}
-	return err
+	return fmt.Errorf("%w: %s: repair of native format files is not in this build yet", ErrNotSupported, path)
 }
 
 func isPow2u64(v uint64) bool { return v != 0 && v&(v-1) == 0 }

@@ -13,6 +13,9 @@ import (
 // maybeGrow adds segments while there are more keys than slots (OTP's goal
 // slots >= keys, reached eagerly here) and the maximum allows.
 func (t *Table) maybeGrow() error {
+	if t.lay.tag == tagNative {
+		return nil // growth of native tables is step 5: buckets just get longer
+	}
 	for t.h.noKeys > uint64(t.lay.keysPerSlot)*t.h.next && t.h.next < t.h.maxSlots {
 		if err := t.grow(); err != nil {
 			if errors.Is(err, ErrFileTooLarge) && !errors.Is(err, errInconsistent) {

@@ -18,6 +18,7 @@ type formatTag uint8
 
 const (
 	tagOTP9 formatTag = iota
+	tagNative
 )
 
 // layout is what a table's file format fixes. It is chosen at open and
@@ -43,6 +44,8 @@ var otp9Layout = layout{
 // format is the Format the layout is of.
 func (l layout) format() Format {
 	switch l.tag {
+	case tagNative:
+		return Native
 	default:
 		return OTP9
 	}
@@ -51,6 +54,8 @@ func (l layout) format() Format {
 // byteLimit is the largest file the format allows, for Info.
 func (l layout) byteLimit() int64 {
 	switch l.tag {
+	case tagNative:
+		return nativeMaxOffset
 	default:
 		return allocLimit
 	}
@@ -59,6 +64,8 @@ func (l layout) byteLimit() int64 {
 // hashName names the key hash, for Info.
 func (l layout) hashName() string {
 	switch l.tag {
+	case tagNative:
+		return "farm64"
 	default:
 		return "phash2"
 	}
@@ -68,6 +75,8 @@ func (l layout) hashName() string {
 // formats not built yet.
 func layoutOf(f Format) layout {
 	switch f {
+	case Native:
+		return nativeLayout
 	default:
 		return otp9Layout
 	}
@@ -80,6 +89,9 @@ type slotWord uint64
 // entryOf decodes a cached slot entry.
 func (t *Table) entryOf(w slotWord) slotEntry {
 	switch t.lay.tag {
+	case tagNative: // offset and code; the size is the cell's or block's
+		e := nativeEntry(w)
+		return slotEntry{int64(e.room()), int64(e.off())}
 	default: // <<Size:32, Ptr:32>>, read as one big-endian word
 		return slotEntry{int64(w >> 32), int64(uint32(w))}
 	}
@@ -88,6 +100,14 @@ func (t *Table) entryOf(w slotWord) slotEntry {
 // wordOf encodes e for the cache; e fits the format's entry.
 func (t *Table) wordOf(e slotEntry) slotWord {
 	switch t.lay.tag {
+	case tagNative:
+		if e.size == 0 {
+			return 0
+		}
+		if c := cellClassFor(uint64(e.size)); c != 0 {
+			return slotWord(nativeCellEntry(uint64(e.ptr), c))
+		}
+		return slotWord(nativeBlockEntry(uint64(e.ptr), blockClassFor(uint64(e.size))))
 	default:
 		return slotWord(uint64(e.size)<<32 | uint64(uint32(e.ptr)))
 	}
@@ -96,6 +116,8 @@ func (t *Table) wordOf(e slotEntry) slotWord {
 // wordAt reads the slot entry at the start of b.
 func (t *Table) wordAt(b []byte) slotWord {
 	switch t.lay.tag {
+	case tagNative:
+		return slotWord(le.Uint64(b))
 	default:
 		return slotWord(be.Uint64(b))
 	}
@@ -104,6 +126,8 @@ func (t *Table) wordAt(b []byte) slotWord {
 // appendWord appends the on-disk form of a slot entry.
 func (t *Table) appendWord(dst []byte, w slotWord) []byte {
 	switch t.lay.tag {
+	case tagNative:
+		return le.AppendUint64(dst, uint64(w))
 	default:
 		return be.AppendUint64(dst, uint64(w))
 	}
@@ -156,6 +180,8 @@ func (t *Table) encodedSize(gs []group) int64 {
 // the format's write protocol.
 func (t *Table) writeSlot(slot uint64, old slotEntry, gs []group) error {
 	switch t.lay.tag {
+	case tagNative:
+		return t.nativeWriteSlot(slot, old, gs)
 	default:
 		return t.writeGroups(slot, old, gs)
 	}
@@ -164,6 +190,8 @@ func (t *Table) writeSlot(slot uint64, old slotEntry, gs []group) error {
 // beginWrite runs before the first change after an open or a save.
 func (t *Table) beginWrite() error {
 	switch t.lay.tag {
+	case tagNative:
+		return t.nativeBeginWrite()
 	default:
 		return t.markDirty()
 	}
@@ -173,6 +201,8 @@ func (t *Table) beginWrite() error {
 // adds the fsync that makes the closed state itself durable.
 func (t *Table) save(durable bool) error {
 	switch t.lay.tag {
+	case tagNative:
+		return t.nativeSave(durable)
 	default:
 		return t.saveOTP9(durable)
 	}
@@ -181,6 +211,9 @@ func (t *Table) save(durable bool) error {
 // hashKey returns the key hash that places key in a slot.
 func (t *Table) hashKey(key etf.Term) uint64 {
 	switch t.lay.tag {
+	case tagNative:
+		ka := t.keyArg(key)
+		return nativeKeyHash(ka.enc)
 	default:
 		return keyHash(key)
 	}
@@ -189,6 +222,15 @@ func (t *Table) hashKey(key etf.Term) uint64 {
 // hashGroup is hashKey for g's key, from its encoding when it can.
 func (t *Table) hashGroup(g *group) (uint64, error) {
 	switch t.lay.tag {
+	case tagNative:
+		if g.kenc != nil {
+			return nativeKeyHash(g.kenc), nil
+		}
+		k, err := g.keyTerm(t.keyPos)
+		if err != nil {
+			return 0, err
+		}
+		return t.hashKey(k), nil
 	default:
 		return groupHash(g, t.keyPos)
 	}

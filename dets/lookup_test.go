@@ -13,12 +13,18 @@ import (
 // TestLookupChecksTheMatch: a lookup checks only the keys of the other
 // objects in its bucket, and the object it returns (or, for Member, finds)
 // whole. So a damaged value answers with ErrCorrupt to its own key, and
-// not to a key that shares its bucket; Check still finds it.
+// not to a key that shares its bucket; Check still finds it. On native a
+// read verifies every object record of the bucket (docs/format-native.md
+// §6.3), so the key that shares the bucket gets ErrCorrupt too.
 func TestLookupChecksTheMatch(t *testing.T) {
+	forEachFormat(t, testLookupChecksTheMatch)
+}
+
+func testLookupChecksTheMatch(t *testing.T, format Format) {
 	for _, kind := range []Kind{Set, Bag} {
 		t.Run(kind.String(), func(t *testing.T) {
 			path := tmpFile(t, "t.dets")
-			tab, err := Open(path, Options{Kind: kind})
+			tab, err := Open(path, Options{Kind: kind, Format: format})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -31,7 +37,7 @@ func TestLookupChecksTheMatch(t *testing.T) {
 				if err := tab.Insert(tup(key(i), val(i))); err != nil {
 					t.Fatal(err)
 				}
-				s := tab.slotFor(keyHash(key(i)))
+				s := tab.slotFor(tab.hashKey(key(i)))
 				if j, ok := bySlot[s]; ok {
 					a, b = j, i
 				}
@@ -49,7 +55,7 @@ func TestLookupChecksTheMatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e, err := ro.entry(ro.slotFor(keyHash(key(bad))))
+			e, err := ro.entry(ro.slotFor(ro.hashKey(key(bad))))
 			ro.Close()
 			if err != nil {
 				t.Fatal(err)
@@ -84,6 +90,20 @@ func TestLookupChecksTheMatch(t *testing.T) {
 				return tab
 			}
 			tab = open()
+			if format == Native {
+				for _, k := range []etf.Term{key(good), key(bad)} {
+					if objs, err := tab.Lookup(k); !errors.Is(err, ErrCorrupt) {
+						t.Fatalf("Lookup(%s) = %v, %v; want ErrCorrupt", k, objs, err)
+					}
+					if ok, err := open().Member(k); !errors.Is(err, ErrCorrupt) {
+						t.Fatalf("Member(%s) = %v, %v; want ErrCorrupt", k, ok, err)
+					}
+				}
+				if err := open().Check(); !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("Check = %v, want ErrCorrupt", err)
+				}
+				return
+			}
 			objs, err := tab.Lookup(key(good))
 			if err != nil || len(objs) != 1 || !etf.Equal(objs[0], tup(key(good), val(good))) {
 				t.Fatalf("Lookup(%s) = %v, %v; want its object", key(good), objs, err)

@@ -12,12 +12,18 @@ import (
 	"github.com/godets/godets/etf"
 )
 
-// closedFile writes a small closed bag table with some objects and returns
-// its bytes.
+// closedFile writes a small closed otp9 bag table with some objects and
+// returns its bytes.
 func closedFile(t *testing.T) []byte {
 	t.Helper()
+	return closedFileOf(t, OTP9)
+}
+
+// closedFileOf is closedFile in the given format.
+func closedFileOf(t *testing.T, format Format) []byte {
+	t.Helper()
 	path := tmpFile(t, "src.dets")
-	tab, err := Open(path, Options{Kind: Bag, KeyPos: 2})
+	tab, err := Open(path, Options{Kind: Bag, KeyPos: 2, Format: format})
 	must(t, err)
 	for i := range 50 {
 		must(t, tab.Insert(tup(etf.Atom("v"), etf.Int(i), bin("x"))))
@@ -98,7 +104,8 @@ func TestOpenDecisionTable(t *testing.T) {
 		{"needs repair before mismatch", dirty, Options{Kind: Set}, []error{ErrNeedsRepair}, false},
 		{"bad invariants", patch(good, offN, 256, true), Options{}, []error{ErrCorrupt}, false},
 		{"missing read", nil, Options{ReadOnly: ro}, []error{fs.ErrNotExist}, true},
-		{"native", good, Options{Format: Native}, []error{ErrNotSupported}, false},
+		{"otp9 file, format native", good, Options{Format: Native}, []error{ErrFormatMismatch}, false},
+		{"dirty otp9 file, format native", dirty, Options{Format: Native, Repair: AutoRepair}, []error{ErrFormatMismatch}, false},
 		{"min above max", good, Options{MinSlots: 4096, MaxSlots: 1024}, []error{ErrInvalidOptions}, false},
 	}
 	for _, c := range cases {
@@ -144,6 +151,8 @@ func TestOpenDecisionTable(t *testing.T) {
 
 // TestReadingNeverWrites: opening a closed file, reading it and closing it
 // leaves it byte-identical (OTP dirty_mark), read-only or not.
+// TestReadingNeverWrites is otp9-only until native traversal (step 5 of
+// docs/format-native.md §16); TestNativeOpenClean covers native opens.
 func TestReadingNeverWrites(t *testing.T) {
 	path := tmpFile(t, "r.dets")
 	must(t, os.WriteFile(path, closedFile(t), 0o644))
@@ -173,9 +182,15 @@ func TestReadingNeverWrites(t *testing.T) {
 // drops the free lists; Sync makes the file closed again. A second handle
 // of this process is refused (ErrAlreadyOpen), so the file is looked at
 // through copies, as another process would see it.
+// On native the "closed flag" is the log's first record (§11.1 of
+// docs/format-native.md).
 func TestDirtyLifecycle(t *testing.T) {
+	forEachFormat(t, testDirtyLifecycle)
+}
+
+func testDirtyLifecycle(t *testing.T, format Format) {
 	path := tmpFile(t, "l.dets")
-	must(t, os.WriteFile(path, closedFile(t), 0o644))
+	must(t, os.WriteFile(path, closedFileOf(t, format), 0o644))
 	tab := openT(t, path, Options{})
 	snapshot := func() string {
 		cp := filepath.Join(t.TempDir(), "copy.dets")
@@ -202,7 +217,11 @@ func TestDirtyLifecycle(t *testing.T) {
 }
 
 func TestCreateOptions(t *testing.T) {
-	tab := openT(t, tmpFile(t, "o.dets"), Options{MinSlots: 1000, MaxSlots: 3000})
+	forEachFormat(t, testCreateOptions)
+}
+
+func testCreateOptions(t *testing.T, format Format) {
+	tab := openT(t, tmpFile(t, "o.dets"), Options{MinSlots: 1000, MaxSlots: 3000, Format: format})
 	info, _ := tab.Info()
 	if info.NoSlots != (Slots{1024, 1024, 4096}) {
 		t.Fatalf("slots %+v, want {1024 1024 4096} as OTP", info.NoSlots)
@@ -211,12 +230,22 @@ func TestCreateOptions(t *testing.T) {
 		must(t, tab.Insert(tup(etf.Int(i))))
 	}
 	info, _ = tab.Info()
-	if info.NoSlots.Next != 4096 {
-		t.Fatalf("grew to %d, max is 4096", info.NoSlots.Next)
+	grown := 4096
+	if format == Native {
+		grown = 1024 // no growth before step 5 of docs/format-native.md §16
 	}
-	tab2 := openT(t, tmpFile(t, "o2.dets"), Options{MinSlots: 300})
+	if info.NoSlots.Next != grown {
+		t.Fatalf("grew to %d, want %d (max 4096)", info.NoSlots.Next, grown)
+	}
+	tab2 := openT(t, tmpFile(t, "o2.dets"), Options{MinSlots: 300, Format: format})
 	if info, _ := tab2.Info(); info.NoSlots.Min != 512 {
 		t.Fatalf("min 300 gave %d, want 512", info.NoSlots.Min)
+	}
+	if format == Native {
+		tab3 := openT(t, tmpFile(t, "o3.dets"), Options{Format: format})
+		if info, _ := tab3.Info(); info.NoSlots != (Slots{512, 512, 1 << 32}) {
+			t.Fatalf("native default slots %+v, want {512 512 2^32}", info.NoSlots)
+		}
 	}
 }
 

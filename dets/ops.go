@@ -224,7 +224,7 @@ func (t *Table) insertBatch(sc *opScratch, ps []prepared) error {
 // crossed a multiple of 256 since the last header write, as OTP does, so
 // that a repair can size the new table from it.
 func (t *Table) afterWrite() error {
-	if t.h.noKeys/256 == t.hdrKeys/256 {
+	if t.h.noKeys/256 == t.hdrKeys/256 || t.lay.tag == tagNative {
 		return nil
 	}
 	t.hdrKeys = t.h.noKeys
@@ -292,6 +292,8 @@ func (t *Table) lookup(key etf.Term, hv uint64, wantObjs bool) ([]etf.Term, bool
 	var found bool
 	var be *bucketError
 	switch t.lay.tag { // lookupBody, without its call
+	case tagNative:
+		return t.nativeLookup(body, e, &ka, wantObjs)
 	default:
 		objs, found, be = lookupInBody(t.kind, t.keyPos, body, &ka, wantObjs)
 	}
@@ -420,6 +422,9 @@ func (t *Table) DeleteAllObjects() error {
 		return err
 	}
 	defer t.mu.Unlock()
+	if err := t.nativeNotYet("DeleteAllObjects"); err != nil {
+		return err
+	}
 	// Clear the closed flag (and fsync) first: otherwise a crash could
 	// keep the old "closed properly" header over the new layout.
 	if err := t.beginWrite(); err != nil {
@@ -702,6 +707,11 @@ func (t *Table) readRawInto(slot uint64, sc *opScratch) ([]group, slotEntry, err
 		gs, objs = sc.gs, sc.objs
 	}
 	switch t.lay.tag { // parseBucket, without its call
+	case tagNative:
+		var err error
+		if gs, objs, err = t.parseNative(body, e, gs, objs); err != nil {
+			return nil, e, err
+		}
 	default:
 		gs, objs, be = parseRawInto(t.kind, t.keyPos, body, gs, objs)
 	}

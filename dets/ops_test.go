@@ -34,162 +34,176 @@ func wantLookup(t *testing.T, tab *Table, key etf.Term, want ...etf.Term) {
 }
 
 func TestSetSemantics(t *testing.T) {
-	tab := openT(t, tmpFile(t, "s.dets"), Options{Kind: Set})
-	must(t, tab.Insert(tup(etf.Int(1), bin("a")), tup(etf.Float(1), bin("f"))))
-	wantLookup(t, tab, etf.Int(1), tup(etf.Int(1), bin("a")))
-	wantLookup(t, tab, etf.Float(1), tup(etf.Float(1), bin("f")))
-	must(t, tab.Insert(tup(etf.Int(1), bin("b")), tup(etf.Int(1), bin("c"))))
-	wantLookup(t, tab, etf.Int(1), tup(etf.Int(1), bin("c")))
-	info, _ := tab.Info()
-	if info.Size != 2 || info.NoKeys != 2 {
-		t.Fatalf("info %+v", info)
-	}
-	// delete_object only removes an identical object.
-	must(t, tab.DeleteObject(tup(etf.Int(1), bin("zzz"))))
-	wantLookup(t, tab, etf.Int(1), tup(etf.Int(1), bin("c")))
-	must(t, tab.DeleteObject(tup(etf.Int(1), bin("c"))))
-	wantLookup(t, tab, etf.Int(1))
-	ok, err := tab.InsertNew(tup(etf.Float(1), bin("x")))
-	if err != nil || ok {
-		t.Fatalf("InsertNew existing = %v, %v", ok, err)
-	}
-	ok, err = tab.InsertNew(tup(etf.Int(1), bin("x")), tup(etf.Int(1), bin("y")))
-	if err != nil || !ok {
-		t.Fatalf("InsertNew new = %v, %v", ok, err)
-	}
-	wantLookup(t, tab, etf.Int(1), tup(etf.Int(1), bin("y")))
-	must(t, tab.Delete(etf.Float(1)))
-	if m, _ := tab.Member(etf.Float(1)); m {
-		t.Fatal("member after delete")
-	}
-	if m, _ := tab.Member(etf.Int(1)); !m {
-		t.Fatal("not member")
-	}
-	mustCheck(t, tab)
+	forEachFormat(t, func(t *testing.T, format Format) {
+		tab := openT(t, tmpFile(t, "s.dets"), Options{Format: format, Kind: Set})
+		must(t, tab.Insert(tup(etf.Int(1), bin("a")), tup(etf.Float(1), bin("f"))))
+		wantLookup(t, tab, etf.Int(1), tup(etf.Int(1), bin("a")))
+		wantLookup(t, tab, etf.Float(1), tup(etf.Float(1), bin("f")))
+		must(t, tab.Insert(tup(etf.Int(1), bin("b")), tup(etf.Int(1), bin("c"))))
+		wantLookup(t, tab, etf.Int(1), tup(etf.Int(1), bin("c")))
+		info, _ := tab.Info()
+		if info.Size != 2 || info.NoKeys != 2 {
+			t.Fatalf("info %+v", info)
+		}
+		// delete_object only removes an identical object.
+		must(t, tab.DeleteObject(tup(etf.Int(1), bin("zzz"))))
+		wantLookup(t, tab, etf.Int(1), tup(etf.Int(1), bin("c")))
+		must(t, tab.DeleteObject(tup(etf.Int(1), bin("c"))))
+		wantLookup(t, tab, etf.Int(1))
+		ok, err := tab.InsertNew(tup(etf.Float(1), bin("x")))
+		if err != nil || ok {
+			t.Fatalf("InsertNew existing = %v, %v", ok, err)
+		}
+		ok, err = tab.InsertNew(tup(etf.Int(1), bin("x")), tup(etf.Int(1), bin("y")))
+		if err != nil || !ok {
+			t.Fatalf("InsertNew new = %v, %v", ok, err)
+		}
+		wantLookup(t, tab, etf.Int(1), tup(etf.Int(1), bin("y")))
+		must(t, tab.Delete(etf.Float(1)))
+		if m, _ := tab.Member(etf.Float(1)); m {
+			t.Fatal("member after delete")
+		}
+		if m, _ := tab.Member(etf.Int(1)); !m {
+			t.Fatal("not member")
+		}
+		mustCheck(t, tab)
+	})
 }
 
 func TestBagSemantics(t *testing.T) {
-	tab := openT(t, tmpFile(t, "b.dets"), Options{Kind: Bag})
-	k := etf.Atom("k")
-	must(t, tab.Insert(tup(k, etf.Int(1)), tup(k, etf.Int(2))))
-	must(t, tab.Insert(tup(k, etf.Int(1))))
-	wantLookup(t, tab, k, tup(k, etf.Int(2)), tup(k, etf.Int(1)))
-	// Within one call the last identical object decides the position.
-	must(t, tab.Insert(tup(k, etf.Int(2)), tup(k, etf.Int(3)), tup(k, etf.Int(1))))
-	wantLookup(t, tab, k, tup(k, etf.Int(2)), tup(k, etf.Int(3)), tup(k, etf.Int(1)))
-	if info, _ := tab.Info(); info.Size != 3 || info.NoKeys != 1 {
-		t.Fatalf("info %+v", info)
-	}
-	ok, err := tab.InsertNew(tup(k, etf.Int(9)))
-	if err != nil || ok {
-		t.Fatalf("InsertNew on bag with existing key = %v, %v", ok, err)
-	}
-	must(t, tab.DeleteObject(tup(k, etf.Int(3))))
-	wantLookup(t, tab, k, tup(k, etf.Int(2)), tup(k, etf.Int(1)))
-	if _, err := tab.UpdateCounter(k, 2, 1); !errors.Is(err, ErrBadArgument) {
-		t.Fatalf("UpdateCounter on bag: %v", err)
-	}
+	forEachFormat(t, func(t *testing.T, format Format) {
+		tab := openT(t, tmpFile(t, "b.dets"), Options{Format: format, Kind: Bag})
+		k := etf.Atom("k")
+		must(t, tab.Insert(tup(k, etf.Int(1)), tup(k, etf.Int(2))))
+		must(t, tab.Insert(tup(k, etf.Int(1))))
+		wantLookup(t, tab, k, tup(k, etf.Int(2)), tup(k, etf.Int(1)))
+		// Within one call the last identical object decides the position.
+		must(t, tab.Insert(tup(k, etf.Int(2)), tup(k, etf.Int(3)), tup(k, etf.Int(1))))
+		wantLookup(t, tab, k, tup(k, etf.Int(2)), tup(k, etf.Int(3)), tup(k, etf.Int(1)))
+		if info, _ := tab.Info(); info.Size != 3 || info.NoKeys != 1 {
+			t.Fatalf("info %+v", info)
+		}
+		ok, err := tab.InsertNew(tup(k, etf.Int(9)))
+		if err != nil || ok {
+			t.Fatalf("InsertNew on bag with existing key = %v, %v", ok, err)
+		}
+		must(t, tab.DeleteObject(tup(k, etf.Int(3))))
+		wantLookup(t, tab, k, tup(k, etf.Int(2)), tup(k, etf.Int(1)))
+		if _, err := tab.UpdateCounter(k, 2, 1); !errors.Is(err, ErrBadArgument) {
+			t.Fatalf("UpdateCounter on bag: %v", err)
+		}
+	})
 }
 
 func TestDuplicateBagSemantics(t *testing.T) {
-	tab := openT(t, tmpFile(t, "d.dets"), Options{Kind: DuplicateBag})
-	k := etf.Atom("k")
-	must(t, tab.Insert(tup(k, etf.Int(1)), tup(k, etf.Int(2)), tup(k, etf.Int(1))))
-	wantLookup(t, tab, k, tup(k, etf.Int(1)), tup(k, etf.Int(2)), tup(k, etf.Int(1)))
-	must(t, tab.DeleteObject(tup(k, etf.Int(1))))
-	wantLookup(t, tab, k, tup(k, etf.Int(2)))
-	if info, _ := tab.Info(); info.Size != 1 {
-		t.Fatalf("info %+v", info)
-	}
-	ok, _ := tab.InsertNew(tup(k, etf.Int(3)), tup(k, etf.Int(3)))
-	if ok {
-		t.Fatal("InsertNew with existing key succeeded")
-	}
-	ok, _ = tab.InsertNew(tup(etf.Atom("j"), etf.Int(3)), tup(etf.Atom("j"), etf.Int(3)))
-	if !ok {
-		t.Fatal("InsertNew new key failed")
-	}
-	wantLookup(t, tab, etf.Atom("j"), tup(etf.Atom("j"), etf.Int(3)), tup(etf.Atom("j"), etf.Int(3)))
+	forEachFormat(t, func(t *testing.T, format Format) {
+		tab := openT(t, tmpFile(t, "d.dets"), Options{Format: format, Kind: DuplicateBag})
+		k := etf.Atom("k")
+		must(t, tab.Insert(tup(k, etf.Int(1)), tup(k, etf.Int(2)), tup(k, etf.Int(1))))
+		wantLookup(t, tab, k, tup(k, etf.Int(1)), tup(k, etf.Int(2)), tup(k, etf.Int(1)))
+		must(t, tab.DeleteObject(tup(k, etf.Int(1))))
+		wantLookup(t, tab, k, tup(k, etf.Int(2)))
+		if info, _ := tab.Info(); info.Size != 1 {
+			t.Fatalf("info %+v", info)
+		}
+		ok, _ := tab.InsertNew(tup(k, etf.Int(3)), tup(k, etf.Int(3)))
+		if ok {
+			t.Fatal("InsertNew with existing key succeeded")
+		}
+		ok, _ = tab.InsertNew(tup(etf.Atom("j"), etf.Int(3)), tup(etf.Atom("j"), etf.Int(3)))
+		if !ok {
+			t.Fatal("InsertNew new key failed")
+		}
+		wantLookup(t, tab, etf.Atom("j"), tup(etf.Atom("j"), etf.Int(3)), tup(etf.Atom("j"), etf.Int(3)))
+	})
 }
 
 func TestUpdateCounter(t *testing.T) {
-	tab := openT(t, tmpFile(t, "c.dets"), Options{KeyPos: 2})
-	must(t, tab.Insert(tup(etf.Int(5), etf.Atom("c"), etf.Int(math.MaxInt64-1))))
-	v, err := tab.UpdateCounter(etf.Atom("c"), 1, 10)
-	if err != nil || !etf.Equal(v, etf.Int(15)) {
-		t.Fatalf("got %v %v", v, err)
-	}
-	v, err = tab.UpdateCounter(etf.Atom("c"), 0, 5)
-	want := etf.NewBigInt(new(big.Int).Add(big.NewInt(math.MaxInt64-1), big.NewInt(5)))
-	if err != nil || !etf.Equal(v, want) {
-		t.Fatalf("got %v %v, want %v", v, err, want)
-	}
-	v, err = tab.UpdateCounter(etf.Atom("c"), 3, -10)
-	if err != nil || !etf.Equal(v, etf.Int(math.MaxInt64-6)) {
-		t.Fatalf("back to small: %v %v", v, err)
-	}
-	wantLookup(t, tab, etf.Atom("c"), tup(etf.Int(15), etf.Atom("c"), etf.Int(math.MaxInt64-6)))
-	for _, pos := range []int{2, 4, -1} {
-		if _, err := tab.UpdateCounter(etf.Atom("c"), pos, 1); !errors.Is(err, ErrBadArgument) {
-			t.Fatalf("pos %d: %v", pos, err)
+	forEachFormat(t, func(t *testing.T, format Format) {
+		tab := openT(t, tmpFile(t, "c.dets"), Options{Format: format, KeyPos: 2})
+		must(t, tab.Insert(tup(etf.Int(5), etf.Atom("c"), etf.Int(math.MaxInt64-1))))
+		v, err := tab.UpdateCounter(etf.Atom("c"), 1, 10)
+		if err != nil || !etf.Equal(v, etf.Int(15)) {
+			t.Fatalf("got %v %v", v, err)
 		}
-	}
-	if _, err := tab.UpdateCounter(etf.Atom("missing"), 0, 1); !errors.Is(err, ErrBadArgument) {
-		t.Fatalf("missing key: %v", err)
-	}
+		v, err = tab.UpdateCounter(etf.Atom("c"), 0, 5)
+		want := etf.NewBigInt(new(big.Int).Add(big.NewInt(math.MaxInt64-1), big.NewInt(5)))
+		if err != nil || !etf.Equal(v, want) {
+			t.Fatalf("got %v %v, want %v", v, err, want)
+		}
+		v, err = tab.UpdateCounter(etf.Atom("c"), 3, -10)
+		if err != nil || !etf.Equal(v, etf.Int(math.MaxInt64-6)) {
+			t.Fatalf("back to small: %v %v", v, err)
+		}
+		wantLookup(t, tab, etf.Atom("c"), tup(etf.Int(15), etf.Atom("c"), etf.Int(math.MaxInt64-6)))
+		for _, pos := range []int{2, 4, -1} {
+			if _, err := tab.UpdateCounter(etf.Atom("c"), pos, 1); !errors.Is(err, ErrBadArgument) {
+				t.Fatalf("pos %d: %v", pos, err)
+			}
+		}
+		if _, err := tab.UpdateCounter(etf.Atom("missing"), 0, 1); !errors.Is(err, ErrBadArgument) {
+			t.Fatalf("missing key: %v", err)
+		}
+	})
 }
 
 // TestUpdateCounterIfRefused: a result that accept refuses leaves the
 // object and the file's bytes as they were, and comes back as accept's
 // error; an accepted one is written.
 func TestUpdateCounterIfRefused(t *testing.T) {
-	path := tmpFile(t, "c.dets")
-	tab := openT(t, path, Options{})
-	must(t, tab.Insert(tup(etf.Atom("c"), etf.Int(math.MaxInt64))))
-	must(t, tab.Sync())
-	before, err := os.ReadFile(path)
-	must(t, err)
-	errTooBig := errors.New("too big")
-	var seen etf.Term
-	_, err = tab.UpdateCounterIf(etf.Atom("c"), 0, 1, func(r etf.Term) error {
-		seen = r
-		if _, small := r.(etf.Int); !small {
-			return errTooBig
+	forEachFormat(t, func(t *testing.T, format Format) {
+		path := tmpFile(t, "c.dets")
+		tab := openT(t, path, Options{Format: format})
+		must(t, tab.Insert(tup(etf.Atom("c"), etf.Int(math.MaxInt64))))
+		must(t, tab.Sync())
+		before, err := os.ReadFile(path)
+		must(t, err)
+		errTooBig := errors.New("too big")
+		var seen etf.Term
+		_, err = tab.UpdateCounterIf(etf.Atom("c"), 0, 1, func(r etf.Term) error {
+			seen = r
+			if _, small := r.(etf.Int); !small {
+				return errTooBig
+			}
+			return nil
+		})
+		if err != errTooBig {
+			t.Fatalf("got %v, want accept's own error", err)
 		}
-		return nil
+		if want := etf.NewBigInt(new(big.Int).Add(big.NewInt(math.MaxInt64), big.NewInt(1))); !etf.Equal(seen, want) {
+			t.Fatalf("accept saw %v, want %v", seen, want)
+		}
+		wantLookup(t, tab, etf.Atom("c"), tup(etf.Atom("c"), etf.Int(math.MaxInt64)))
+		must(t, tab.Sync())
+		after, err := os.ReadFile(path)
+		must(t, err)
+		if !bytes.Equal(before, after) {
+			t.Fatal("a refused update changed the file")
+		}
+		v, err := tab.UpdateCounterIf(etf.Atom("c"), 0, -1, func(etf.Term) error { return nil })
+		if err != nil || !etf.Equal(v, etf.Int(math.MaxInt64-1)) {
+			t.Fatalf("accepted update: %v %v", v, err)
+		}
+		wantLookup(t, tab, etf.Atom("c"), tup(etf.Atom("c"), etf.Int(math.MaxInt64-1)))
 	})
-	if err != errTooBig {
-		t.Fatalf("got %v, want accept's own error", err)
-	}
-	if want := etf.NewBigInt(new(big.Int).Add(big.NewInt(math.MaxInt64), big.NewInt(1))); !etf.Equal(seen, want) {
-		t.Fatalf("accept saw %v, want %v", seen, want)
-	}
-	wantLookup(t, tab, etf.Atom("c"), tup(etf.Atom("c"), etf.Int(math.MaxInt64)))
-	must(t, tab.Sync())
-	after, err := os.ReadFile(path)
-	must(t, err)
-	if !bytes.Equal(before, after) {
-		t.Fatal("a refused update changed the file")
-	}
-	v, err := tab.UpdateCounterIf(etf.Atom("c"), 0, -1, func(etf.Term) error { return nil })
-	if err != nil || !etf.Equal(v, etf.Int(math.MaxInt64-1)) {
-		t.Fatalf("accepted update: %v %v", v, err)
-	}
-	wantLookup(t, tab, etf.Atom("c"), tup(etf.Atom("c"), etf.Int(math.MaxInt64-1)))
 }
 
 func TestBadObjects(t *testing.T) {
-	tab := openT(t, tmpFile(t, "x.dets"), Options{KeyPos: 2})
-	for _, o := range []etf.Term{etf.Atom("a"), tup(etf.Int(1)), etf.List{etf.Int(1), etf.Int(2)}} {
-		if err := tab.Insert(tup(etf.Int(1), etf.Int(2)), o); !errors.Is(err, ErrBadObject) {
-			t.Fatalf("Insert(%v): %v", o, err)
+	forEachFormat(t, func(t *testing.T, format Format) {
+		tab := openT(t, tmpFile(t, "x.dets"), Options{Format: format, KeyPos: 2})
+		for _, o := range []etf.Term{etf.Atom("a"), tup(etf.Int(1)), etf.List{etf.Int(1), etf.Int(2)}} {
+			if err := tab.Insert(tup(etf.Int(1), etf.Int(2)), o); !errors.Is(err, ErrBadObject) {
+				t.Fatalf("Insert(%v): %v", o, err)
+			}
 		}
-	}
-	if info, _ := tab.Info(); info.Size != 0 {
-		t.Fatal("a refused batch inserted something")
-	}
+		if info, _ := tab.Info(); info.Size != 0 {
+			t.Fatal("a refused batch inserted something")
+		}
+	})
 }
 
+// TestFirstNextAndAll is otp9-only until native traversal (step 5 of
+// docs/format-native.md §16).
 func TestFirstNextAndAll(t *testing.T) {
 	tab := openT(t, tmpFile(t, "fn.dets"), Options{Kind: Bag})
 	var want []etf.Term
@@ -223,6 +237,8 @@ func TestFirstNextAndAll(t *testing.T) {
 	}
 }
 
+// TestDeleteAllObjectsAndReopen is otp9-only until native
+// DeleteAllObjects (step 5 of docs/format-native.md §16).
 func TestDeleteAllObjectsAndReopen(t *testing.T) {
 	path := tmpFile(t, "da.dets")
 	tab, err := Open(path, Options{Kind: DuplicateBag, MinSlots: 1000})

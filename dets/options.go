@@ -33,8 +33,9 @@ type Format uint8
 const (
 	// OTP9 is Erlang/OTP dets format 9: real OTP opens these files.
 	OTP9 Format = iota
-	// Native is godets's own format. Not implemented yet: Open returns
-	// ErrNotSupported.
+	// Native is godets's own format (docs/format-native.md), being built
+	// in steps: tables of a fixed slot count for now (no growth), and no
+	// recovery or repair of a file not closed properly yet.
 	Native
 )
 
@@ -115,7 +116,8 @@ type Options struct {
 	// file's (1 when creating); otherwise a difference gives
 	// ErrKeyPosMismatch.
 	KeyPos int
-	// Format of a new file; only OTP9 is implemented.
+	// Format of a new file. The zero value, OTP9, opens files of either
+	// format; Native refuses an otp9 file with ErrFormatMismatch.
 	Format Format
 	// Repair decides what happens to a file that needs repair.
 	Repair RepairMode
@@ -160,8 +162,6 @@ func (o *Options) slotBounds() (uint32, uint32, error) {
 
 func (o *Options) validate() error {
 	switch {
-	case o.Format == Native:
-		return fmt.Errorf("%w: the native format is not implemented yet", ErrNotSupported)
 	case o.Format > Native:
 		return fmt.Errorf("%w: unknown format %d", ErrInvalidOptions, o.Format)
 	case o.Kind > DuplicateBag:
@@ -172,6 +172,10 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: unknown repair mode %d", ErrInvalidOptions, o.Repair)
 	case o.Durability > LikeOTP:
 		return fmt.Errorf("%w: unknown durability %d", ErrInvalidOptions, o.Durability)
+	}
+	if o.Format == Native {
+		_, _, err := o.nativeSlotBounds()
+		return err
 	}
 	_, _, err := o.slotBounds()
 	return err

@@ -313,6 +313,9 @@ func (t *Table) deleteAll() (int, error) {
 		return 0, err
 	}
 	defer t.mu.Unlock()
+	if err := t.nativeNotYet("a delete of every object"); err != nil {
+		return 0, err
+	}
 	n := int(t.h.noObjects)
 	if err := t.markDirty(); err != nil {
 		return 0, t.fail(err)

@@ -32,6 +32,9 @@ func (t *Table) LookupRaw(key []byte, fn func(obj []byte) error) error {
 		return err
 	}
 	defer t.mu.Unlock()
+	if err := t.nativeNotYet("LookupRaw"); err != nil {
+		return err
+	}
 	ka, hv, err := rawKey(key)
 	if err != nil {
 		return err
@@ -216,6 +219,12 @@ func holdsKey(enc []byte, keyPos int) bool {
 // a callback's would.
 func (t *Table) RawAll() iter.Seq2[[]byte, error] {
 	return func(yield func([]byte, error) bool) {
+		if t != nil { // t.lay is fixed from the open on
+			if err := t.nativeNotYet("a raw traversal"); err != nil {
+				yield(nil, err)
+				return
+			}
+		}
 		st := scanPool.Get().(*scanState)
 		st.raw = true
 		var rs rawScan
@@ -317,6 +326,9 @@ func (t *Table) InsertRaw(obj []byte) error {
 		return err
 	}
 	defer t.mu.Unlock()
+	if err := t.nativeNotYet("InsertRaw"); err != nil {
+		return err
+	}
 	sc := getScratch()
 	defer putScratch(sc)
 	p, err := t.prepareRaw(obj)

@@ -72,6 +72,9 @@ func (t *Table) Stats() (Stats, error) {
 		return Stats{}, err
 	}
 	defer t.mu.Unlock()
+	if err := t.nativeNotYet("Stats"); err != nil {
+		return Stats{}, err
+	}
 	w := statsWalk{t: t}
 	if err := w.buckets(); err != nil {
 		return Stats{}, err

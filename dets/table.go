@@ -24,9 +24,10 @@ type Table struct {
 	live     bool // set once an open succeeds, cleared by Close: the zero Table is closed
 
 	durability  Durability
-	err         error  // sticky error mode (see fail)
-	writeFailed bool   // a write, fsync or truncation failed: the file may hold part of a change
-	lay         layout // the file format's constants and operations (layout.go)
+	err         error        // sticky error mode (see fail)
+	writeFailed bool         // a write, fsync or truncation failed: the file may hold part of a change
+	lay         layout       // the file format's constants and operations (layout.go)
+	nat         *nativeState // a native table's own state (native_table.go), or nil
 
 	kind   Kind
 	keyPos int
@@ -224,9 +225,11 @@ func (t *Table) load(opts *Options, size int64) (*repairRequest, error) {
 	case v < formatVersion:
 		return nil, openError(ErrUnsupportedVersion, t.path)
 	case v == nativeVersionBE:
-		return nil, refuseNative(t.path, head, size)
+		return t.loadNative(opts, size)
 	case v > formatVersion:
 		return nil, openError(ErrNotDETS, t.path)
+	case opts.Format == Native:
+		return nil, fmt.Errorf("%w: %s is an otp9 file, not native", ErrFormatMismatch, t.path)
 	}
 	if size < headerEnd {
 		return nil, openError(ErrNotDETS, t.path)
@@ -404,7 +407,9 @@ func create(fsys FS, path string, opts *Options) (*Table, error) {
 	}
 	t := &Table{path: path, fsys: fsys, f: f, lay: layoutOf(opts.Format), kind: kind, keyPos: keyPos, durability: opts.Durability, tune: opts.tuned()}
 	err = t.register(nil)
-	if err == nil {
+	if err == nil && opts.Format == Native {
+		err = t.createNative(opts)
+	} else if err == nil {
 		err = t.initFile(uint64(lo), uint64(hi))
 	}
 	if err != nil {
@@ -633,6 +638,9 @@ func (t *Table) segment(s uint64) (*[slotsPerSeg]slotWord, error) {
 	if seg := t.segCache[s]; seg != nil {
 		return seg, nil
 	}
+	if t.lay.tag == tagNative {
+		return t.nativeSegment(s)
+	}
 	hp := readBufs.Get().(*[headReadSize]byte)
 	defer readBufs.Put(hp)
 	es := int64(t.lay.entrySize)
@@ -690,6 +698,8 @@ func (t *Table) readBucket(slot uint64, e slotEntry) ([]byte, error) {
 		return nil, t.ioErr("bucket", ptr, err)
 	}
 	switch t.lay.tag { // the format's bucket header
+	case tagNative:
+		return t.nativeBucketBody(slot, e, b)
 	default:
 		if int64(be.Uint32(b)) == e.size && be.Uint32(b[4:]) == statusActive {
 			return b[bucketHeaderSize:], nil
@@ -711,6 +721,9 @@ func (t *Table) readGroups(slot uint64) ([]group, slotEntry, error) {
 	}
 	own := make([]byte, len(body))
 	copy(own, body)
+	if t.lay.tag == tagNative {
+		return t.nativeGroups(own, e)
+	}
 	gs, be := parseGroups(t.kind, t.keyPos, own)
 	if be != nil {
 		return nil, e, corrupt(t.path, "object", e.ptr+int64(be.off), "slot %d: %s", slot, be.reason)

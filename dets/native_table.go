@@ -1,0 +1,660 @@
+package dets
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+
+	"github.com/godets/godets/etf"
+)
+
+// The native engine, step 4 of docs/format-native.md §16: create, open of
+// a file closed properly, the write path of §10.1 (a bucket into free
+// space plus a log record, no write in place) and the checkpoint of §10.3
+// for Sync and Close. Not built yet: growth (a native table keeps its
+// minSlots; buckets just get longer), recovery of a file not closed
+// properly (step 6) and repair (step 7).
+
+// nativeLayout is the native format's layout (§15.1).
+var nativeLayout = layout{
+	tag:         tagNative,
+	segShift:    9, // nativeSlotsPerSeg
+	entrySize:   8,
+	keysPerSlot: 2,
+}
+
+// nativeState is what a native table keeps beside the shared Table
+// fields. The epoch's slot entries live in the segment cache (the
+// overlay of §10.4): a segment with a changed entry stays cached and is
+// listed in dirty until the checkpoint copies it.
+type nativeState struct {
+	super   nativeSuper
+	meta    nativeMeta // the current meta
+	metaOff int64      // its page
+	parts   []nativeChild
+	segs    []nativeChild // per segment: its block and checksum
+	dirty   map[uint64]struct{}
+	alloc   *nativeAlloc // loaded from the free record at the first write
+	seq     uint64       // the last sequence number issued
+
+	// The epoch's log: the page or block being filled and its next record.
+	logPage   uint64
+	logSlots  int
+	logIdx    int
+	logIndex  uint64   // the page's index in the epoch (0: the head page)
+	logBlocks []uint64 // the epoch's log blocks, freed by its checkpoint
+	records   int      // records of the epoch, LINKs included
+
+	// The counts of the bucket parsed last, so that a write's log record
+	// can carry its change of the counts (dObj, dKeys).
+	readPtr           int64
+	readKeys, readObj int
+
+	// A log page's header and a record, as writeRec writes them: a
+	// buffer of its own, since a local one would escape to the heap.
+	recBuf [nativeLogHeader + nativeLogRecord]byte
+
+	// lookup's parse buffers, reused under t.mu.
+	lgs   []group
+	lobjs []object
+}
+
+// nativeLogBlockClass is the buddy class of a log block (nativeLogBlockSize).
+const nativeLogBlockClass = 16
+
+// nativeSlotBounds is slotBounds for a new native file: powers of two in
+// [512, 2^32], 512 and 2^32 by default.
+func (o *Options) nativeSlotBounds() (uint64, uint64, error) {
+	if o.MinSlots < 0 || o.MaxSlots < 0 {
+		return 0, 0, fmt.Errorf("%w: negative slot count", ErrInvalidOptions)
+	}
+	lo := uint64(nativeDefaultMinSlots)
+	if o.MinSlots > int(lo) {
+		lo = min(uint64(pow2ceil(int64(o.MinSlots))), nativeMaxSlots)
+	}
+	hi := uint64(nativeDefaultMaxSlots)
+	if o.MaxSlots > 0 {
+		hi = min(uint64(pow2ceil(max(int64(o.MaxSlots), nativeSlotsPerSeg))), nativeMaxSlots)
+	}
+	if lo > hi {
+		return 0, 0, fmt.Errorf("%w: MinSlots %d above MaxSlots %d", ErrInvalidOptions, o.MinSlots, o.MaxSlots)
+	}
+	return lo, hi, nil
+}
+
+// createNative writes a new empty native file (§3): every page but meta
+// A, an fsync so that the superblock is durable before any meta, then
+// meta A and a second fsync; then it opens the file as open would.
+func (t *Table) createNative(opts *Options) error {
+	lo, hi, err := opts.nativeSlotBounds()
+	if err != nil {
+		return err
+	}
+	var id [8]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return err
+	}
+	s := newNativeSuper(t.kind, t.keyPos, lo, hi, le.Uint64(id[:]))
+	img, _, err := nativeEmptyImage(&s)
+	if err != nil {
+		return err
+	}
+	metaPage := slices.Clone(img[nativeMetaAOff : nativeMetaAOff+nativePageSize])
+	clear(img[nativeMetaAOff : nativeMetaAOff+nativePageSize])
+	if _, err := t.f.WriteAt(img, 0); err != nil {
+		return t.wrote(err)
+	}
+	if err := t.f.Sync(); err != nil {
+		return t.wrote(err)
+	}
+	if _, err := t.f.WriteAt(metaPage, nativeMetaAOff); err != nil {
+		return t.wrote(err)
+	}
+	if err := t.f.Sync(); err != nil {
+		return t.wrote(err)
+	}
+	_, err = t.loadNative(&Options{Repair: NoRepair}, int64(len(img)))
+	return err
+}
+
+// loadNative is load for a file whose version word is NAT1: the tests of
+// §4.1, the choice of meta (§4.2), the tree's root and parts, and the
+// decision table of §11.5. It only reads.
+func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
+	if size < nativeBase {
+		return nil, openError(ErrNotDETS, t.path)
+	}
+	hb := make([]byte, nativeBase)
+	if err := readFull(t.f, hb, 0); err != nil {
+		return nil, err
+	}
+	s, err := decodeNativeSuper(t.path, hb, size)
+	if err != nil {
+		return nil, err
+	}
+	ma, errA := decodeNativeMeta(t.path, hb[nativeMetaAOff:], nativeMetaAOff, &s, size)
+	mb, errB := decodeNativeMeta(t.path, hb[nativeMetaBOff:], nativeMetaBOff, &s, size)
+	m, page, _, ok := chooseNativeMeta(ma, errA, mb, errB)
+	needs := func(reason error) (*repairRequest, error) {
+		switch {
+		case opts.Repair == NoRepair:
+			return nil, fmt.Errorf("%w: %s: %w", ErrNeedsRepair, t.path, reason)
+		case opts.ReadOnly:
+			return nil, fmt.Errorf("%w: %s: %w", ErrNotClosed, t.path, reason)
+		}
+		return nil, fmt.Errorf("%w: %s: recovery and repair of native files are not built yet: %w", ErrNotSupported, t.path, reason)
+	}
+	if !ok {
+		return needs(errA)
+	}
+	if opts.Kind != 0 && Kind(s.kind) != opts.Kind {
+		return nil, fmt.Errorf("%w: %s is a %s, not a %s", ErrKindMismatch, t.path, Kind(s.kind), opts.Kind)
+	}
+	if opts.KeyPos != 0 && int(s.keyPos) != opts.KeyPos {
+		return nil, fmt.Errorf("%w: %s has key position %d, not %d", ErrKeyPosMismatch, t.path, s.keyPos, opts.KeyPos)
+	}
+	nat := &nativeState{super: s, meta: m, metaOff: page, seq: m.seq, dirty: map[uint64]struct{}{}}
+	rb := make([]byte, m.rootLen)
+	if err := readFull(t.f, rb, int64(m.rootOff)); err != nil {
+		return nil, t.ioErr("root", int64(m.rootOff), err)
+	}
+	if nat.parts, err = decodeNativeRoot(t.path, rb, &m, s.base, nil); err != nil {
+		return needs(err)
+	}
+	nsegs := m.next / nativeSlotsPerSeg
+	nat.segs = make([]nativeChild, 0, nsegs)
+	pb := make([]byte, nativePageSize)
+	var children [nativeSegsPerPart]nativeChild
+	for p, pc := range nat.parts {
+		if err := readFull(t.f, pb, int64(pc.off)); err != nil {
+			return nil, t.ioErr("part", int64(pc.off), err)
+		}
+		used := nativeSegsInPart(m.next, uint64(p))
+		if err := decodeNativePart(t.path, pb, int64(pc.off), pc.sum, used, s.base, m.dataEnd, &children); err != nil {
+			return nil, err // §11.5: reads under a damaged node fail; here that is every read
+		}
+		nat.segs = append(nat.segs, children[:used]...)
+	}
+	// §11.1: closed properly unless the first record of the epoch's log passes.
+	head := nativeLogHead(m.gen)
+	lb := hb[head : head+2*nativeLogRecord]
+	if h, err := decodeNativeLogBlock(t.path, lb, int64(head)); err == nil && h.fileID == s.fileID && h.epoch == m.gen && h.index == 0 {
+		if r, err := decodeNativeLogRec(t.path, lb[nativeLogHeader:], int64(head)+nativeLogHeader); err == nil && nativeLogFollows(&r, m.gen, m.seq) {
+			return needs(errors.New("not closed properly"))
+		}
+	}
+	if opts.Repair == ForceRepair {
+		if opts.ReadOnly {
+			return nil, fmt.Errorf("%w: forced repair of %s needs read-write access", ErrReadOnly, t.path)
+		}
+		return nil, fmt.Errorf("%w: %s: repair of native files is not built yet", ErrNotSupported, t.path)
+	}
+	t.lay = nativeLayout
+	t.nat = nat
+	t.kind, t.keyPos = Kind(s.kind), int(s.keyPos)
+	t.h = header{shape: shape{m: m.m, n: m.n, next: m.next, minSlots: s.minSlots, maxSlots: s.maxSlots,
+		noObjects: m.noObjects, noKeys: m.noKeys}}
+	t.segs = make([]int64, nsegs)
+	for i, c := range nat.segs {
+		t.segs[i] = int64(c.off)
+	}
+	t.segCache = make([]*[slotsPerSeg]slotWord, m.next/slotsPerSeg)
+	t.entryReads = singleEntryReads // a segment is verified whole (§5.1)
+	t.fileEnd = int64(m.dataEnd)
+	t.dirty = false
+	t.startEpoch()
+	return nil, nil
+}
+
+// startEpoch points the log writer at the head page of the current meta's
+// epoch.
+func (t *Table) startEpoch() {
+	nat := t.nat
+	nat.logPage, nat.logSlots, nat.logIdx, nat.logIndex = nativeLogHead(nat.meta.gen), nativeHeadRecords, 0, 0
+	nat.logBlocks, nat.records = nat.logBlocks[:0], 0
+}
+
+// nativeSegment is segment for native: it reads the 512-entry segment
+// that holds cache page s, verifies it against its part's checksum and
+// caches both of its pages.
+func (t *Table) nativeSegment(s uint64) (*[slotsPerSeg]slotWord, error) {
+	nat := t.nat
+	seg := s / 2
+	c := nat.segs[seg]
+	b := make([]byte, nativePageSize)
+	if err := t.readAt(b, int64(c.off)); err != nil {
+		return nil, t.ioErr("segment", int64(c.off), err)
+	}
+	var es [nativeSlotsPerSeg]nativeEntry
+	if err := decodeNativeSegment(t.path, b, int64(c.off), c.sum, nat.super.base, uint64(t.fileEnd), &es); err != nil {
+		return nil, err
+	}
+	for half := range uint64(2) {
+		pg := new([slotsPerSeg]slotWord)
+		for i := range pg {
+			pg[i] = slotWord(es[half*slotsPerSeg+uint64(i)])
+		}
+		t.segCache[2*seg+half] = pg
+	}
+	return t.segCache[s], nil
+}
+
+// nativeBeginWrite loads the allocator from the current meta's free
+// record before the first write (§7.5: read-only opens never parse it).
+func (t *Table) nativeBeginWrite() error {
+	nat := t.nat
+	if nat.alloc != nil {
+		return nil
+	}
+	m := &nat.meta
+	b := make([]byte, m.freeLen)
+	if err := readFull(t.f, b, int64(m.freeOff)); err != nil {
+		return t.ioErr("freelist", int64(m.freeOff), err)
+	}
+	a, err := decodeNativeFree(t.path, b, int64(m.freeOff), m.freeSum, nat.super.base, m.dataEnd)
+	if err != nil {
+		return err
+	}
+	nat.alloc = a
+	return nil
+}
+
+// nativeLevel is the level of slot's bucket (§9).
+func (t *Table) nativeLevel(slot uint64) uint8 {
+	l := uint8(bits.Len64(t.h.m) - 1)
+	if slot < t.h.n {
+		l++
+	}
+	return l
+}
+
+// nativeBucketBody checks the header of the bucket b read for slot from
+// e and returns the bucket's bytes, header included.
+func (t *Table) nativeBucketBody(slot uint64, e slotEntry, b []byte) ([]byte, error) {
+	h, err := decodeNativeBucketHeader(t.path, b, e.ptr, uint64(e.size))
+	if err != nil {
+		return nil, err
+	}
+	if uint64(h.slot) != slot || h.level != t.nativeLevel(slot) {
+		return nil, corrupt(t.path, "bucket", e.ptr, "bucket of slot %d level %d is in slot %d, level %d", h.slot, h.level, slot, t.nativeLevel(slot))
+	}
+	return b[:h.size], nil
+}
+
+// parseNative parses a native bucket (read by readBucket) into key
+// groups, verifying every object record (§6.3), reusing gs and objs.
+func (t *Table) parseNative(b []byte, e slotEntry, gs []group, objs []object) ([]group, []object, error) {
+	gs, objs = gs[:0], objs[:0]
+	_, err := walkNativeBucket(t.path, b, e.ptr, uint64(e.size), t.keyPos, func(_ int64, enc, kenc []byte) error {
+		objs = append(objs, object{enc: enc, kenc: kenc})
+		return nil
+	})
+	if err != nil {
+		return nil, objs, err
+	}
+	for i := range objs {
+		if t.kind != Set && len(gs) > 0 {
+			if g := &gs[len(gs)-1]; bytes.Equal(g.kenc, objs[i].kenc) {
+				g.objs = objs[i-len(g.objs) : i+1 : i+1]
+				continue
+			}
+		} else if len(gs) > 0 && bytes.Equal(gs[len(gs)-1].kenc, objs[i].kenc) {
+			return nil, objs, corrupt(t.path, "object", e.ptr, "set bucket of slot holds a key twice")
+		}
+		gs = append(gs, group{kenc: objs[i].kenc, objs: objs[i : i+1 : i+1]})
+	}
+	t.nat.readPtr, t.nat.readKeys, t.nat.readObj = e.ptr, len(gs), len(objs)
+	return gs, objs, nil
+}
+
+// nativeLookup is lookup's search of a parsed native bucket.
+func (t *Table) nativeLookup(b []byte, e slotEntry, ka *keyArg, wantObjs bool) ([]etf.Term, bool, error) {
+	nat := t.nat
+	gs, objs, err := t.parseNative(b, e, nat.lgs, nat.lobjs)
+	nat.lgs, nat.lobjs = gs, objs
+	if err != nil {
+		return nil, false, err
+	}
+	i, found := findGroup(gs, ka, t.keyPos)
+	if !found || !wantObjs {
+		return nil, found, nil
+	}
+	out := make([]etf.Term, len(gs[i].objs))
+	for j := range gs[i].objs {
+		v, err := gs[i].objs[j].decoded()
+		if err != nil {
+			return nil, false, corrupt(t.path, "object", e.ptr, "slot object undecodable: %v", err)
+		}
+		out[j] = v
+	}
+	return out, true, nil
+}
+
+// nativeWriteSlot is writeSlot for native (§10.1): the new bucket goes
+// into a new cell or block, one PUT (or EMPTY) record goes to the log, the
+// slot's new entry into the overlay, and the old cell becomes pending.
+// Nothing is written in place and nothing is fsynced.
+func (t *Table) nativeWriteSlot(slot uint64, old slotEntry, gs []group) error {
+	nat := t.nat
+	if len(gs) == 0 && old.size == 0 {
+		return nil
+	}
+	oldKeys, oldObjs := 0, 0
+	if old.size != 0 {
+		if nat.readPtr != old.ptr {
+			return fmt.Errorf("%w: native write of slot %d without a read of its bucket", errInconsistent, slot)
+		}
+		oldKeys, oldObjs = nat.readKeys, nat.readObj
+	}
+	// A LINK takes a seq, so it goes first: the bucket carries its record's.
+	if err := t.logRoom(); err != nil {
+		return err
+	}
+	newObjs := 0
+	for i := range gs {
+		newObjs += len(gs[i].objs)
+	}
+	rec := nativeLogRec{epoch: nat.meta.gen, typ: recEmpty, flags: recEndGroup, slot: slot,
+		dObj: int32(newObjs - oldObjs), dKeys: int32(len(gs) - oldKeys)}
+	var ne nativeEntry
+	if len(gs) > 0 {
+		size := uint64(nativeBucketHeader)
+		for i := range gs {
+			for j := range gs[i].objs {
+				size += uint64(nativeObjectRecordSize(len(gs[i].objs[j].enc)))
+			}
+		}
+		var err error
+		if ne, err = nat.alloc.alloc(size); err != nil {
+			return fmt.Errorf("%w: %s", err, t.path)
+		}
+		h := nativeBucketHead{seq: nat.seq + 1, slot: uint32(slot), level: t.nativeLevel(slot), size: size}
+		buf := slices.Grow(t.wbuf[:0], int(size))[:nativeBucketHeader]
+		h.encode(buf)
+		for i := range gs {
+			for j := range gs[i].objs {
+				buf = appendNativeObject(buf, gs[i].objs[j].enc)
+			}
+		}
+		t.wbuf = buf
+		if err := t.nativeCover(ne.off() + ne.room()); err != nil {
+			return err
+		}
+		if err := t.writeAt(buf, int64(ne.off())); err != nil {
+			return err
+		}
+		rec.typ, rec.entry, rec.bsum = recPut, uint64(ne), le.Uint64(buf)
+	}
+	if err := t.appendLog(&rec); err != nil {
+		return err
+	}
+	if old.size != 0 {
+		if err := nat.alloc.release(nativeEntry(t.wordOf(old))); err != nil {
+			return err
+		}
+	}
+	nat.readPtr = -1
+	seg, err := t.segment(slot / slotsPerSeg)
+	if err != nil {
+		return err
+	}
+	seg[slot%slotsPerSeg] = slotWord(ne)
+	nat.dirty[slot/nativeSlotsPerSeg] = struct{}{}
+	t.changes++
+	return nil
+}
+
+// nativeCover makes the file reach end, so that a bucket read of a whole
+// cell or block never runs past its end.
+func (t *Table) nativeCover(end uint64) error {
+	if int64(end) > t.fileEnd {
+		t.fileEnd = int64(end)
+	}
+	if int64(end) <= t.size {
+		return nil
+	}
+	return t.wrote(t.truncate(int64(end)))
+}
+
+// appendLog writes r as the epoch's next record, with the next seq.
+func (t *Table) appendLog(r *nativeLogRec) error {
+	if err := t.logRoom(); err != nil {
+		return err
+	}
+	return t.writeRec(r)
+}
+
+// logRoom makes room for the epoch's next record: when the page or block
+// has one record slot left, a LINK to a new log block goes there (§10.2).
+func (t *Table) logRoom() error {
+	nat := t.nat
+	if nat.logIdx == nat.logSlots-1 {
+		blk, err := nat.alloc.allocBlock(nativeLogBlockClass)
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, t.path)
+		}
+		if err := t.nativeCover(blk + nativeLogBlockSize); err != nil {
+			return err
+		}
+		link := nativeLogRec{epoch: nat.meta.gen, typ: recLink, entry: blk}
+		if err := t.writeRec(&link); err != nil {
+			return err
+		}
+		nat.logBlocks = append(nat.logBlocks, blk)
+		nat.logPage, nat.logSlots, nat.logIdx, nat.logIndex = blk, nativeBlockRecords, 0, nat.logIndex+1
+	}
+	return nil
+}
+
+// writeRec writes one record at the log's position, with the page's
+// header when it is the page's first.
+func (t *Table) writeRec(r *nativeLogRec) error {
+	nat := t.nat
+	nat.seq++
+	r.seq = nat.seq
+	b := nat.recBuf[:]
+	at := nat.logPage + nativeLogHeader + uint64(nat.logIdx)*nativeLogRecord
+	w := b[nativeLogHeader:]
+	off := at
+	if nat.logIdx == 0 {
+		h := nativeLogBlock{fileID: nat.super.fileID, epoch: nat.meta.gen, index: nat.logIndex}
+		h.encode(b)
+		w, off = b, nat.logPage
+	}
+	r.encode(b[nativeLogHeader:])
+	if err := t.writeAt(w, int64(off)); err != nil {
+		return err
+	}
+	nat.logIdx++
+	nat.records++
+	t.dirty = true
+	return nil
+}
+
+// nativeSave is the checkpoint of §10.3: the epoch's dirty segments, their
+// parts and a new root into new blocks, the free record, an fsync, then
+// the next meta into the other page; durable (Sync) adds the second fsync
+// and releases the quarantine.
+func (t *Table) nativeSave(durable bool) error {
+	nat := t.nat
+	if nat.records == 0 {
+		t.dirty = false
+		return nil
+	}
+	a := nat.alloc
+	m := nat.meta
+	type node struct {
+		off uint64
+		b   []byte
+	}
+	var nodes []node
+	newPage := func(old uint64) (uint64, []byte, error) {
+		off, err := a.allocBlock(nativeMinBuddyClass)
+		if err != nil {
+			return 0, nil, fmt.Errorf("%w: %s", err, t.path)
+		}
+		if old != 0 {
+			if err := a.release(nativeBlockEntry(old, nativeMinBuddyClass)); err != nil {
+				return 0, nil, err
+			}
+		}
+		b := make([]byte, nativePageSize)
+		nodes = append(nodes, node{off, b})
+		return off, b, nil
+	}
+	dirtyParts := map[uint64]struct{}{}
+	segs := make([]uint64, 0, len(nat.dirty))
+	for s := range nat.dirty {
+		segs = append(segs, s)
+	}
+	slices.Sort(segs)
+	for _, s := range segs {
+		var es [nativeSlotsPerSeg]nativeEntry
+		for half := range uint64(2) {
+			pg := t.segCache[2*s+half]
+			if pg == nil {
+				return fmt.Errorf("%w: dirty segment %d not cached", errInconsistent, s)
+			}
+			for i, w := range pg {
+				es[half*slotsPerSeg+uint64(i)] = nativeEntry(w)
+			}
+		}
+		off, b, err := newPage(nat.segs[s].off)
+		if err != nil {
+			return err
+		}
+		nat.segs[s] = nativeChild{off, encodeNativeSegment(b, &es)}
+		t.segs[s] = int64(off)
+		dirtyParts[s/nativeSegsPerPart] = struct{}{}
+	}
+	for p := range nat.parts {
+		if _, ok := dirtyParts[uint64(p)]; !ok {
+			continue
+		}
+		off, b, err := newPage(nat.parts[p].off)
+		if err != nil {
+			return err
+		}
+		lo := p * nativeSegsPerPart
+		nat.parts[p] = nativeChild{off, encodeNativePart(b, nat.segs[lo:min(lo+nativeSegsPerPart, len(nat.segs))])}
+	}
+	rk := blockClassFor(m.rootLen)
+	rootOff, err := a.allocBlock(rk)
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, t.path)
+	}
+	root := make([]byte, m.rootLen)
+	rootSum := encodeNativeRoot(root, nat.parts)
+	nodes = append(nodes, node{rootOff, root})
+	for _, e := range []nativeEntry{nativeBlockEntry(m.rootOff, rk), nativeBlockEntry(m.freeOff, blockClassFor(m.freeLen))} {
+		if err := a.release(e); err != nil {
+			return err
+		}
+	}
+	for _, blk := range nat.logBlocks {
+		if err := a.release(nativeBlockEntry(blk, nativeLogBlockClass)); err != nil {
+			return err
+		}
+	}
+	fk := blockClassFor(a.freeRecordBound())
+	freeOff, err := a.allocBlock(fk)
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, t.path)
+	}
+	if err := a.checkpoint(); err != nil {
+		return err
+	}
+	dataEnd := a.dataEnd()
+	rec, err := a.encodeFree(nil, dataEnd)
+	if err != nil {
+		return err
+	}
+	// The bound may have asked for a larger block than the record needs:
+	// give back upper halves, so that the block is the smallest that
+	// holds freeLen bytes, the size a later checkpoint frees (§7.5).
+	for fk > nativeMinBuddyClass && uint64(len(rec))+8 <= 1<<(fk-1) {
+		fk--
+		a.insertFree(fk, freeOff+1<<fk)
+		dataEnd = a.dataEnd()
+		if rec, err = a.encodeFree(rec[:0], dataEnd); err != nil {
+			return err
+		}
+	}
+	nodes = append(nodes, node{freeOff, rec})
+	if err := t.nativeCover(dataEnd); err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if err := t.writeAt(n.b, int64(n.off)); err != nil {
+			return err
+		}
+	}
+	if err := t.f.Sync(); err != nil {
+		return t.wrote(err)
+	}
+	nm := nativeMeta{fileID: m.fileID, gen: m.gen + 1, seq: nat.seq, next: t.h.next, m: t.h.m, n: t.h.n,
+		noObjects: t.h.noObjects, noKeys: t.h.noKeys, dataEnd: dataEnd,
+		rootOff: rootOff, rootLen: m.rootLen, rootSum: rootSum,
+		freeOff: freeOff, freeLen: uint64(len(rec)), freeSum: nativeNodeSum(rec), verifiedGen: m.verifiedGen}
+	if !durable {
+		nm.flags |= 1
+	}
+	page := int64(nativeMetaAOff)
+	if nat.metaOff == nativeMetaAOff {
+		page = nativeMetaBOff
+	}
+	mb := make([]byte, nativePageSize)
+	nm.encode(mb)
+	if err := t.writeAt(mb, page); err != nil {
+		return err
+	}
+	if durable {
+		if err := t.f.Sync(); err != nil {
+			return t.wrote(err)
+		}
+		if err := a.releaseQuarantine(); err != nil {
+			return err
+		}
+	}
+	nat.meta, nat.metaOff = nm, page
+	clear(nat.dirty)
+	t.startEpoch()
+	t.dirty = false
+	return nil
+}
+
+// nativeGroups is readGroups' parse for native: keys decoded, and for bags
+// every object too, as parseGroups does.
+func (t *Table) nativeGroups(b []byte, e slotEntry) ([]group, slotEntry, error) {
+	gs, _, err := t.parseNative(b, e, nil, nil)
+	if err != nil {
+		return nil, e, err
+	}
+	for i := range gs {
+		g := &gs[i]
+		if t.kind != Set {
+			for j := range g.objs {
+				if _, err := g.objs[j].decoded(); err != nil {
+					return nil, e, corrupt(t.path, "object", e.ptr, "undecodable object: %v", err)
+				}
+			}
+		}
+		if _, err := g.keyTerm(t.keyPos); err != nil {
+			return nil, e, corrupt(t.path, "object", e.ptr, "%v", err)
+		}
+	}
+	return gs, e, nil
+}
+
+// nativeNotYet refuses op on a native table while the engine lacks it
+// (docs/format-native.md §16, step 5): ErrNotSupported rather than a
+// result computed by otp9's code.
+func (t *Table) nativeNotYet(op string) error {
+	if t.lay.tag != tagNative {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: %s of a native table is not built yet", ErrNotSupported, t.path, op)
+}
