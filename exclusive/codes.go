@@ -26,6 +26,7 @@ var detsCodes = [...]struct {
 	{dets.ErrUnsupportedHash, "unsupported_hash", "The table hashes its keys with the legacy phash, which is not supported."},
 	{dets.ErrKindMismatch, "kind_mismatch", "The table's kind differs from the one requested."},
 	{dets.ErrKeyPosMismatch, "keypos_mismatch", "The table's key position differs from the one requested."},
+	{dets.ErrFormatMismatch, "format_mismatch", "The table's file format differs from the one requested."},
 	{dets.ErrInvalidOptions, "invalid_table_options", "The table options are invalid."},
 	{dets.ErrNotSupported, "not_supported", "The request needs a feature this build does not support."},
 	{dets.ErrAlreadyOpen, "double_open", "The table file is already open in this process, and a second handle could write to it."},

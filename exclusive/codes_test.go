@@ -31,6 +31,7 @@ var detsSentinels = map[string]error{
 	"ErrNotClosed":          dets.ErrNotClosed,
 	"ErrKindMismatch":       dets.ErrKindMismatch,
 	"ErrKeyPosMismatch":     dets.ErrKeyPosMismatch,
+	"ErrFormatMismatch":     dets.ErrFormatMismatch,
 	"ErrInvalidOptions":     dets.ErrInvalidOptions,
 	"ErrNotSupported":       dets.ErrNotSupported,
 	"ErrAlreadyOpen":        dets.ErrAlreadyOpen,

@@ -161,6 +161,7 @@
 //	unsupported_hash        dets.ErrUnsupportedHash
 //	kind_mismatch           dets.ErrKindMismatch
 //	keypos_mismatch         dets.ErrKeyPosMismatch
+//	format_mismatch         dets.ErrFormatMismatch
 //	invalid_table_options   dets.ErrInvalidOptions
 //	not_supported           dets.ErrNotSupported
 //	double_open             dets.ErrAlreadyOpen
