@@ -219,7 +219,7 @@ func (t *Table) moveBucket(top topBucket, ptr int64) error {
 		t.bud.freeBlock(ptr, size) // nothing written: the free lists stay exact
 		return t.ioErr("bucket", top.e.ptr, err)
 	}
-	if err := t.writeAt(b, ptr); err != nil {
+	if err := t.writeBucket(b, ptr); err != nil {
 		return err
 	}
 	t.h.counters[counterIndex(size)]++

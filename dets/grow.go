@@ -227,7 +227,8 @@ type writeBatch struct {
 
 type pendingWrite struct {
 	off    int64
-	lo, hi int // the bytes, buf[lo:hi]
+	lo, hi int  // the bytes, buf[lo:hi]
+	bucket bool // a complete bucket (see writeBucket)
 }
 
 func (w *writeBatch) reset() { w.buf, w.ws = w.buf[:0], w.ws[:0] }
@@ -247,7 +248,7 @@ func (w *writeBatch) add(off int64, b []byte) {
 	} else {
 		w.buf = append(w.buf, b...)
 	}
-	w.ws = append(w.ws, pendingWrite{off, lo, len(w.buf)})
+	w.ws = append(w.ws, pendingWrite{off, lo, len(w.buf), false})
 }
 
 // appendBucket queues the bucket of t that holds gs as the content of
@@ -255,14 +256,26 @@ func (w *writeBatch) add(off int64, b []byte) {
 func (w *writeBatch) appendBucket(t *Table, off int64, slot uint64, gs []group) {
 	lo := len(w.buf)
 	w.buf = t.encodeBucket(w.buf, slot, gs)
-	w.ws = append(w.ws, pendingWrite{off, lo, len(w.buf)})
+	w.ws = append(w.ws, pendingWrite{off, lo, len(w.buf), true})
 }
 
-// flush writes w's data, merging adjacent writes, and empties w.
+// flush writes w's data, merging adjacent writes, and empties w. Each
+// bucket a kill could tear inside the merged write goes out FREE, and its
+// ACTIVE word is written once all the data is (writeBucket's order).
 func (t *Table) flush(w *writeBatch) error {
 	slices.SortFunc(w.ws, func(a, b pendingWrite) int { return cmpInt64(a.off, b.off) })
 	var run []byte
 	defer w.reset()
+	late := false
+	for i := range w.ws {
+		p := &w.ws[i]
+		if p.bucket && t.tearable(p.off, int64(p.hi-p.lo)) {
+			be.PutUint32(w.buf[p.lo+4:], statusFree)
+			late = true
+		} else {
+			p.bucket = false
+		}
+	}
 	for i := 0; i < len(w.ws); {
 		p := w.ws[i]
 		j := i + 1
@@ -283,6 +296,18 @@ func (t *Table) flush(w *writeBatch) error {
 			return err
 		}
 		i = j
+	}
+	if !late {
+		return nil
+	}
+	active := t.small[:4]
+	be.PutUint32(active, statusActive)
+	for _, p := range w.ws {
+		if p.bucket {
+			if err := t.writeAt(active, p.off+4); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

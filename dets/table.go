@@ -758,7 +758,7 @@ func (t *Table) writeGroups(slot uint64, old slotEntry, gs []group) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, t.path)
 	}
-	if err := t.writeAt(t.wbuf, ptr); err != nil {
+	if err := t.writeBucket(t.wbuf, ptr); err != nil {
 		return err
 	}
 	t.h.counters[counterIndex(size)]++
@@ -768,6 +768,42 @@ func (t *Table) writeGroups(slot uint64, old slotEntry, gs []group) error {
 		}
 	}
 	return t.setEntry(slot, slotEntry{size, ptr})
+}
+
+// tearPage is the granularity at which a write of a killed process can
+// stop: Linux ends a buffered write at a page boundary once a fatal signal
+// is pending. 4096 is the smallest page; larger pages tear on multiples.
+const tearPage = 4096
+
+// tearable reports whether a write of n bytes at off can be cut short by
+// a kill of this process, leaving its first bytes on disk and old bytes
+// (zeros in a freshly extended file) after them: a pwrite that crosses a
+// page boundary, or any store through the map (a copy stops at whatever
+// instruction the kill finds it on).
+func (t *Table) tearable(off, n int64) bool {
+	return t.mmWritable || off/tearPage != (off+n-1)/tearPage
+}
+
+// writeBucket writes the complete bucket b (header and body) at ptr, a
+// block no slot points to yet, so that a write cut short by a kill leaves
+// no ACTIVE header in front of a partial body: a repair scan finds buckets
+// by that header, and a torn last object whose lost tail falls inside a
+// binary still frames and decodes exactly (docs/reliability.md §3). When
+// the write can tear, the bucket goes out first with the FREE status word
+// and its ACTIVE word follows in a 4-byte write of its own, which cannot
+// tear (a block starts 8 mod 16, so the word never crosses a page). The
+// bytes on disk end identical to a single write.
+func (t *Table) writeBucket(b []byte, ptr int64) error {
+	if !t.tearable(ptr, int64(len(b))) {
+		return t.writeAt(b, ptr)
+	}
+	be.PutUint32(b[4:], statusFree)
+	err := t.writeAt(b, ptr)
+	be.PutUint32(b[4:], statusActive)
+	if err != nil {
+		return err
+	}
+	return t.writeAt(b[4:bucketHeaderSize], ptr+4)
 }
 
 // freeBucket marks a bucket FREE on disk and returns its block.
