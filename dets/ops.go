@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"math/big"
 	"slices"
 	"sync"
@@ -578,6 +579,19 @@ func (t *Table) nextFrom(slot uint64, after etf.Term) (etf.Term, bool, error) {
 // Slots reports {Min, Next, Max} slot counts (OTP info no_slots).
 type Slots struct{ Min, Next, Max int }
 
+// slots reports the table's slot counts. A native table's ceiling (2^32)
+// does not fit a 32-bit int: there Max is math.MaxInt, "no ceiling this
+// platform can count to", rather than a truncated 0.
+func (t *Table) slots() Slots {
+	clamp := func(n uint64) int {
+		if n > math.MaxInt {
+			return math.MaxInt
+		}
+		return int(n)
+	}
+	return Slots{clamp(t.h.minSlots), clamp(t.h.next), clamp(t.h.maxSlots)}
+}
+
 // Info describes an open table (OTP dets:info/1,2).
 type Info struct {
 	Path      string
@@ -607,7 +621,7 @@ func (t *Table) Info() (Info, error) {
 	return Info{
 		Path: t.path, Kind: t.kind, KeyPos: t.keyPos, Format: t.lay.format(),
 		Size: int(t.h.noObjects), NoKeys: int(t.h.noKeys),
-		NoSlots:  Slots{int(t.h.minSlots), int(t.h.next), int(t.h.maxSlots)},
+		NoSlots:  t.slots(),
 		FileSize: size, ReadOnly: t.readOnly, Clean: !t.dirty, Hash: t.lay.hashName(),
 		ByteLimit: t.lay.byteLimit(),
 	}, nil

@@ -127,7 +127,7 @@ func (w *statsWalk) buckets() error {
 			w.classes[log2ceil(block)]++
 		}
 	}
-	w.st.Slots = Slots{int(t.h.minSlots), int(t.h.next), int(t.h.maxSlots)}
+	w.st.Slots = t.slots()
 	w.st.FileSize = t.size
 	if t.dirty {
 		w.st.FileSize = t.fileEnd
