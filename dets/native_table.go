@@ -60,6 +60,10 @@ type nativeState struct {
 	lgs   []group
 	lobjs []object
 
+	// rebuilt: the tree was replaced (nativeRebuild), so the next
+	// checkpoint runs even without log records.
+	rebuilt bool
+
 	// A growth step's plan and object records (nativeGrow), reused.
 	growPlan []nativeSplit
 	growBuf  []byte
@@ -483,10 +487,11 @@ func (t *Table) writeRec(r *nativeLogRec) error {
 // and releases the quarantine.
 func (t *Table) nativeSave(durable bool) error {
 	nat := t.nat
-	if nat.records == 0 {
+	if nat.records == 0 && !nat.rebuilt {
 		t.dirty = false
 		return nil
 	}
+	nat.rebuilt = false
 	a := nat.alloc
 	m := nat.meta
 	type node struct {
