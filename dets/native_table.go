@@ -656,13 +656,3 @@ func (t *Table) nativeGroups(b []byte, e slotEntry) ([]group, slotEntry, error) 
 	}
 	return gs, e, nil
 }
-
-// nativeNotYet refuses op on a native table while the engine lacks it
-// (docs/format-native.md §16, step 5): ErrNotSupported rather than a
-// result computed by otp9's code.
-func (t *Table) nativeNotYet(op string) error {
-	if t.lay.tag != tagNative {
-		return nil
-	}
-	return fmt.Errorf("%w: %s: %s of a native table is not built yet", ErrNotSupported, t.path, op)
-}

@@ -33,7 +33,9 @@ func wantLookup(t *testing.T, tab *Table, key etf.Term, want ...etf.Term) {
 	}
 }
 
-func TestSetSemantics(t *testing.T) {
+func TestSetSemantics(t *testing.T) { forEachFormat(t, testSetSemantics) }
+
+func testSetSemantics(t *testing.T, format Format) {
 	forEachFormat(t, func(t *testing.T, format Format) {
 		tab := openT(t, tmpFile(t, "s.dets"), Options{Format: format, Kind: Set})
 		must(t, tab.Insert(tup(etf.Int(1), bin("a")), tup(etf.Float(1), bin("f"))))
@@ -70,7 +72,9 @@ func TestSetSemantics(t *testing.T) {
 	})
 }
 
-func TestBagSemantics(t *testing.T) {
+func TestBagSemantics(t *testing.T) { forEachFormat(t, testBagSemantics) }
+
+func testBagSemantics(t *testing.T, format Format) {
 	forEachFormat(t, func(t *testing.T, format Format) {
 		tab := openT(t, tmpFile(t, "b.dets"), Options{Format: format, Kind: Bag})
 		k := etf.Atom("k")
@@ -95,7 +99,9 @@ func TestBagSemantics(t *testing.T) {
 	})
 }
 
-func TestDuplicateBagSemantics(t *testing.T) {
+func TestDuplicateBagSemantics(t *testing.T) { forEachFormat(t, testDuplicateBagSemantics) }
+
+func testDuplicateBagSemantics(t *testing.T, format Format) {
 	forEachFormat(t, func(t *testing.T, format Format) {
 		tab := openT(t, tmpFile(t, "d.dets"), Options{Format: format, Kind: DuplicateBag})
 		k := etf.Atom("k")
@@ -204,8 +210,10 @@ func TestBadObjects(t *testing.T) {
 
 // TestFirstNextAndAll is otp9-only until native traversal (step 5 of
 // docs/format-native.md §16).
-func TestFirstNextAndAll(t *testing.T) {
-	tab := openT(t, tmpFile(t, "fn.dets"), Options{Kind: Bag})
+func TestFirstNextAndAll(t *testing.T) { forEachFormat(t, testFirstNextAndAll) }
+
+func testFirstNextAndAll(t *testing.T, format Format) {
+	tab := openT(t, tmpFile(t, "fn.dets"), Options{Format: format, Kind: Bag})
 	var want []etf.Term
 	for i := range 1000 {
 		o := tup(etf.Int(i%300), etf.Int(i))

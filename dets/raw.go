@@ -376,13 +376,17 @@ const compressedTag = 80
 // decoded and encoded again: any valid encoding of it finds its objects.
 // parseNative verifies every object of the bucket, as rawCheck would.
 func (t *Table) nativeLookupRaw(key []byte, fn func(obj []byte) error) error {
-	k, err := rawKeyTerm(key)
-	if err != nil {
-		return err
-	}
-	ka := t.keyArg(k)
-	if ka.enc == nil {
-		return fmt.Errorf("%w: key cannot be encoded", ErrBadArgument)
+	var ka keyArg
+	if err := etf.Validate(key); err == nil && canonicalKey(key) {
+		ka.enc = key[1:] // the common key shapes: no decoding
+	} else {
+		k, err := rawKeyTerm(key)
+		if err != nil {
+			return err
+		}
+		if ka = t.keyArg(k); ka.enc == nil {
+			return fmt.Errorf("%w: key cannot be encoded", ErrBadArgument)
+		}
 	}
 	slot := t.slotFor(nativeKeyHash(ka.enc))
 	e, err := t.entry(slot)
@@ -439,4 +443,21 @@ func (t *Table) nativeInsertRaw(sc *opScratch, obj []byte) error {
 		return err
 	}
 	return t.fail(t.insertPrepared(sc, ps))
+}
+
+// canonicalKey reports whether the valid encoding enc is already in
+// etf.Encode's form, for the common key shapes only (small integers,
+// 32-bit integers, binaries); other keys are decoded and encoded again.
+func canonicalKey(enc []byte) bool {
+	const smallInt, integer, binary = 97, 98, 109 // SMALL_INTEGER_EXT, INTEGER_EXT, BINARY_EXT
+	switch {
+	case len(enc) == 3 && enc[1] == smallInt:
+		return true
+	case len(enc) == 6 && enc[1] == integer:
+		v := int32(be.Uint32(enc[2:]))
+		return v < 0 || v > 255
+	case len(enc) >= 6 && enc[1] == binary:
+		return uint64(len(enc)) == 6+uint64(be.Uint32(enc[2:]))
+	}
+	return false
 }
