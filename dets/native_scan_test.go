@@ -3,6 +3,7 @@ package dets
 import (
 	"errors"
 	"math/rand"
+	"os"
 	"slices"
 	"testing"
 
@@ -211,4 +212,54 @@ func testNativeRawCalls(t *testing.T, kind Kind) {
 		must(t, tab.Check())
 		must(t, tab.Close())
 	}
+}
+
+// TestNativeScanDamaged: a flipped byte inside an object record of a
+// native bucket fails its checksum, and every traversal, the raw ones
+// included, reports a *CorruptionError instead of yielding the bucket.
+func TestNativeScanDamaged(t *testing.T) {
+	path := tmpFile(t, "damaged.dets")
+	tab := openT(t, path, Options{Format: Native})
+	for i := range 1000 {
+		must(t, tab.Insert(tup(etf.Int(int64(i)), bin("value"))))
+	}
+	tab.mu.Lock()
+	e, err := tab.entry(tab.slotFor(tab.hashKey(etf.Int(7))))
+	tab.mu.Unlock()
+	must(t, err)
+	must(t, tab.Close())
+	raw := readFileT(t, path)
+	raw[e.ptr+nativeBucketHeader+8+1+4] ^= 0x40 // inside the first object's ETF
+	must(t, os.WriteFile(path, raw, 0o644))
+	corrupted := func(what string, err error) {
+		t.Helper()
+		var ce *CorruptionError
+		if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) {
+			t.Fatalf("%s over a damaged object: %v, want a *CorruptionError", what, err)
+		}
+	}
+	openDamaged := func() *Table { // not openT: its cleanup Check would fail
+		tab, err := Open(path, Options{ReadOnly: true})
+		must(t, err)
+		t.Cleanup(func() { tab.Close() })
+		return tab
+	}
+	ro := openDamaged()
+	var last error
+	for _, err := range ro.All() {
+		last = err
+	}
+	corrupted("All", last)
+	ro2 := openDamaged()
+	last = nil
+	for _, err := range ro2.RawAll() {
+		last = err
+	}
+	corrupted("RawAll", last)
+	ro3 := openDamaged()
+	key, err := etf.Encode(etf.Int(7))
+	must(t, err)
+	corrupted("LookupRaw", ro3.LookupRaw(key, func([]byte) error { return nil }))
+	_, err = ro3.Stats()
+	corrupted("Stats", err)
 }

@@ -65,9 +65,9 @@ func wantTerms(t testing.TB, what string, got []etf.Term, err error, want ...str
 }
 
 // queryTable makes a table of kind with the objects given in Erlang syntax.
-func queryTable(t *testing.T, kind Kind, objs ...string) *Table {
+func queryTable(t *testing.T, format Format, kind Kind, objs ...string) *Table {
 	t.Helper()
-	tab := openT(t, tmpFile(t, "q.dets"), Options{Kind: kind})
+	tab := openT(t, tmpFile(t, "q.dets"), Options{Kind: kind, Format: format})
 	must(t, tab.Insert(termsOf(t, objs...)...))
 	return tab
 }
@@ -86,7 +86,7 @@ func testQueriesEachKind(t *testing.T, format Format) {
 		{DuplicateBag, []string{"{a, 1, x}", "{a, 2, y}", "{b, 1, x}", "{c, 3, z}", "{a, 2, y}"}},
 	} {
 		t.Run(c.kind.String(), func(t *testing.T) {
-			tab := queryTable(t, c.kind, objs...)
+			tab := queryTable(t, format, c.kind, objs...)
 			got, err := tab.MatchObject(etf.Atom("_"))
 			wantTerms(t, "MatchObject('_')", got, err, c.stored...)
 
@@ -152,7 +152,7 @@ func TestSelectDeleteResultMustBeTrue(t *testing.T) {
 }
 
 func testSelectDeleteResultMustBeTrue(t *testing.T, format Format) {
-	tab := queryTable(t, Set, "{1, a}", "{2, b}", "{3, c}")
+	tab := queryTable(t, format, Set, "{1, a}", "{2, b}", "{3, c}")
 	n, err := tab.SelectDelete(parseT(t, "[{{'$1', a}, [], [yes]}, {{'$1', b}, [], ['$_']}, {{'$1', c}, [], [true]}]"))
 	must(t, err)
 	if n != 1 {
@@ -166,7 +166,7 @@ func testSelectDeleteResultMustBeTrue(t *testing.T, format Format) {
 func TestMatchDeleteDuplicates(t *testing.T) { forEachFormat(t, testMatchDeleteDuplicates) }
 
 func testMatchDeleteDuplicates(t *testing.T, format Format) {
-	tab := queryTable(t, DuplicateBag, "{k, 1}", "{k, 1}", "{k, 2}", "{j, 1}", "{k, 1}")
+	tab := queryTable(t, format, DuplicateBag, "{k, 1}", "{k, 1}", "{k, 2}", "{j, 1}", "{k, 1}")
 	n, err := tab.MatchDelete(parseT(t, "{'_', 1}"))
 	must(t, err)
 	if n != 4 {
@@ -256,7 +256,7 @@ func testQueryBoundKeysReadOnlyTheirSlots(t *testing.T, format Format) {
 func TestQueryNumericKeysLikeOTP(t *testing.T) { forEachFormat(t, testQueryNumericKeysLikeOTP) }
 
 func testQueryNumericKeysLikeOTP(t *testing.T, format Format) {
-	tab := queryTable(t, Set, "{1, int}", "{1.0, float}")
+	tab := queryTable(t, format, Set, "{1, int}", "{1.0, float}")
 	got, err := tab.Select(parseT(t, "[{{1, '$1'}, [], ['$1']}, {{1.0, '$1'}, [], ['$1']}]"))
 	wantTerms(t, "keys 1, 1.0", got, err, "float")
 	got, err = tab.Select(parseT(t, "[{{1.0, '$1'}, [], ['$1']}, {{1, '$1'}, [], ['$1']}]"))
@@ -293,7 +293,7 @@ func testQueryReadOnlyRefusesDeletes(t *testing.T, format Format) {
 func TestQueryBadSpec(t *testing.T) { forEachFormat(t, testQueryBadSpec) }
 
 func testQueryBadSpec(t *testing.T, format Format) {
-	tab := queryTable(t, Set, "{1, 2}")
+	tab := queryTable(t, format, Set, "{1, 2}")
 	for _, text := range []string{"not_a_list", "[{'_', [], []}]", "[{'_'}]", "[{'_', notalist, [true]}]"} {
 		ms := parseT(t, text)
 		_, err := tab.Select(ms)

@@ -171,6 +171,8 @@ func testRawMatchesTerms(t *testing.T, format Format) {
 
 // TestRawDamaged: a damaged object gives RawAll and LookupRaw the error
 // that All and Lookup give, and RawAll yields no object of its bucket.
+//
+// otp9-only: it damages otp9 record bytes (native: TestNativeScanDamaged).
 func TestRawDamaged(t *testing.T) {
 	tab, err := Open(damagedFile(t, 77), Options{ReadOnly: true})
 	must(t, err)

@@ -286,6 +286,8 @@ func testAllBreak(t *testing.T, format Format) {
 // TestAllCorruptBucket: a bucket whose header disagrees with its slot entry
 // (size or status) or whose object does not decode is reported as a
 // *CorruptionError, and the table is then in error mode.
+//
+// otp9-only: it writes otp9 header words (native: TestNativeScanDamaged).
 func TestAllCorruptBucket(t *testing.T) {
 	cases := []struct {
 		name string
@@ -419,6 +421,8 @@ func testAllObjectsOutliveScan(t *testing.T, format Format) {
 // object that is broken (its size or its encoding) is reported as a
 // *CorruptionError at that object, and none of the bucket's objects is
 // yielded: a bucket is decoded whole before its objects are.
+//
+// otp9-only: it writes otp9 record bytes
 func TestAllCorruptLaterObject(t *testing.T) {
 	cases := []struct {
 		name string
@@ -527,6 +531,8 @@ func forScanWindows(t *testing.T, test func(t *testing.T, windows func(Options) 
 // block sizes from an odd base (the radix passes start at the lowest bit
 // that varies), small windows (insertion sort) and sorted ones. Seeded:
 // -seed.
+//
+// otp9-only: the packed 32-bit scan entries are otp9's (native_scan.go)
 func TestScanSortByPtr(t *testing.T) {
 	r := rand.New(rand.NewSource(testSeed(t)))
 	sizeOf := func(x uint64) uint32 { return uint32(x*0x9E3779B97F4A7C15>>40) | 1 }
@@ -576,6 +582,8 @@ func TestScanSortByPtr(t *testing.T) {
 // entry's size beside it; it declines a sparser window, or one where two
 // entries share a block, and leaves the entries as they were. Seeded:
 // -seed.
+//
+// otp9-only: the packed 32-bit scan entries are otp9's (native_scan.go)
 func TestScanPlaceByPtr(t *testing.T) {
 	r := rand.New(rand.NewSource(testSeed(t)))
 	for _, n := range []int{256, 3000, 70_000} {
