@@ -138,6 +138,7 @@ func (t *Table) nativeSplitWrite(plan []nativeSplit, body []byte, m, newM, newN 
 		if err := nat.alloc.release(nativeEntry(t.wordOf(p.old))); err != nil {
 			return err
 		}
+		nat.pendBytes += uint64(p.old.size)
 	}
 	return nil
 }

@@ -348,3 +348,42 @@ func TestNativeRebuildKeepsOld(t *testing.T) {
 		})
 	}
 }
+
+// TestNativeCheckpointBudget: an epoch ends by itself at its record
+// budget and at its pending-space budget, so that a long write session
+// bounds its log and reuses superseded cells: overwriting 100 keys
+// 20,000 times keeps the file small, where without the budget every
+// version would stay pending until Close.
+func TestNativeCheckpointBudget(t *testing.T) {
+	setForTest(t, &nativeBudgetRecords, 1000)
+	path := tmpFile(t, "budget.dets")
+	tab := openT(t, path, Options{Format: Native})
+	for i := range 5000 {
+		must(t, tab.Insert(tup(etf.Int(int64(i)), bin("v"))))
+	}
+	if tab.nat.meta.gen < 5 || tab.nat.records >= 1000 {
+		t.Fatalf("after 5000 inserts with a budget of 1000 records: meta gen %d, %d records", tab.nat.meta.gen, tab.nat.records)
+	}
+	must(t, tab.Close())
+
+	setForTest(t, &nativeBudgetRecords, 1<<16)
+	setForTest(t, &nativeBudgetPending, 64<<10)
+	path = tmpFile(t, "pending.dets")
+	tab = openT(t, path, Options{Format: Native})
+	for i := range 20000 {
+		must(t, tab.Insert(tup(etf.Int(int64(i%100)), bin(fmt.Sprint(i)), etf.Binary(make([]byte, 100)))))
+	}
+	must(t, tab.Close())
+	if n := len(readFileT(t, path)); n > 1<<20 {
+		t.Fatalf("file of 100 keys after 20000 overwrites: %d bytes", n)
+	}
+	tab = openT(t, path, Options{})
+	for k := range 100 {
+		objs, err := tab.Lookup(etf.Int(int64(k)))
+		must(t, err)
+		if len(objs) != 1 || string(objs[0].(etf.Tuple)[1].(etf.Binary)) != fmt.Sprint(19900+k) {
+			t.Fatalf("key %d: %v", k, objs)
+		}
+	}
+	must(t, tab.Close())
+}

@@ -60,6 +60,10 @@ type nativeState struct {
 	lgs   []group
 	lobjs []object
 
+	// pendBytes is the room of the cells and blocks the epoch's writes
+	// made pending: with records, what the checkpoint budget watches.
+	pendBytes uint64
+
 	// rebuilt: the tree was replaced (nativeRebuild), so the next
 	// checkpoint runs even without log records.
 	rebuilt bool
@@ -329,6 +333,13 @@ func (t *Table) nativeLookup(b []byte, e slotEntry, ka *keyArg, wantObjs bool) (
 	if !found || !wantObjs {
 		return nil, found, nil
 	}
+	if len(gs[i].objs) == 1 { // a set's: the result and the term share an allocation
+		out, err := encodings.DecodeOne(gs[i].objs[0].enc)
+		if err != nil {
+			return nil, false, corrupt(t.path, "object", e.ptr, "slot object undecodable: %v", err)
+		}
+		return out, true, nil
+	}
 	out := make([]etf.Term, len(gs[i].objs))
 	for j := range gs[i].objs {
 		v, err := gs[i].objs[j].decoded()
@@ -402,6 +413,7 @@ func (t *Table) nativeWriteSlot(slot uint64, old slotEntry, gs []group) error {
 		if err := nat.alloc.release(nativeEntry(t.wordOf(old))); err != nil {
 			return err
 		}
+		nat.pendBytes += uint64(old.size)
 	}
 	nat.readPtr = -1
 	seg, err := t.segment(slot / slotsPerSeg)
@@ -628,10 +640,32 @@ func (t *Table) nativeSave(durable bool) error {
 		}
 	}
 	nat.meta, nat.metaOff = nm, page
+	nat.pendBytes = 0
 	clear(nat.dirty)
 	t.startEpoch()
 	t.dirty = false
 	return nil
+}
+
+// The checkpoint budget of §10.3 (tuning, not format; variables so that
+// tests can lower them): an epoch ends by itself after this many log
+// records, which bounds the replay of §11, or when the space it made
+// pending passes max(nativeBudgetPending, the data / 16), which bounds
+// what superseded buckets add to the file (pending space is not reused
+// within an epoch, §7.3).
+var (
+	nativeBudgetRecords = 1 << 16
+	nativeBudgetPending = uint64(8 << 20)
+)
+
+// nativeAfterWrite checkpoints (as Sync does, so that the quarantine is
+// free again at once) when the epoch is over its budget.
+func (t *Table) nativeAfterWrite() error {
+	nat := t.nat
+	if nat.records < nativeBudgetRecords && nat.pendBytes <= max(nativeBudgetPending, uint64(t.fileEnd)/16) {
+		return nil
+	}
+	return t.save(true)
 }
 
 // nativeGroups is readGroups' parse for native: keys decoded, and for bags

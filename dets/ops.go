@@ -223,9 +223,13 @@ func (t *Table) insertBatch(sc *opScratch, ps []prepared) error {
 
 // afterWrite rewrites the (still not closed) header when the key count has
 // crossed a multiple of 256 since the last header write, as OTP does, so
-// that a repair can size the new table from it.
+// that a repair can size the new table from it. A native table instead
+// checkpoints when its epoch is over budget (nativeAfterWrite).
 func (t *Table) afterWrite() error {
-	if t.h.noKeys/256 == t.hdrKeys/256 || t.lay.tag == tagNative {
+	if t.lay.tag == tagNative {
+		return t.nativeAfterWrite()
+	}
+	if t.h.noKeys/256 == t.hdrKeys/256 {
 		return nil
 	}
 	t.hdrKeys = t.h.noKeys
