@@ -323,10 +323,16 @@ func (t *Table) deleteAll() (int, error) {
 		return 0, err
 	}
 	defer t.mu.Unlock()
-	if err := t.nativeNotYet("a delete of every object"); err != nil {
-		return 0, err
-	}
 	n := int(t.h.noObjects)
+	if t.lay.tag == tagNative {
+		if err := t.beginWrite(); err != nil {
+			return 0, t.fail(err)
+		}
+		if err := t.fail(t.nativeRebuild(t.h.minSlots, func(func(bulkObject) error) error { return nil })); err != nil {
+			return 0, err
+		}
+		return n, nil
+	}
 	if err := t.markDirty(); err != nil {
 		return 0, t.fail(err)
 	}
