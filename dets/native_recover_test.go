@@ -120,10 +120,12 @@ func TestNativeRecover(t *testing.T) {
 				checkModel(t, tab, m, keys)
 				must(t, mustCheckErr(tab))
 				must(t, tab.Close())
-				if meta := nativeCurrentMeta(t, readFileT(t, killed)); meta.flags&metaFlagRecovery == 0 {
+				after := readFileT(t, killed)
+				if meta := nativeCurrentMeta(t, after); meta.flags&metaFlagRecovery == 0 {
 					// Close wrote nothing: the recovery's own meta is current.
 					t.Fatalf("current meta flags %#x, want the recovery flag", meta.flags)
 				}
+				checkRecoveryPending(t, before, after)
 				// Closed properly now: NoRepair opens it, and it takes writes.
 				tab = openT(t, killed, Options{})
 				if _, ok, _ := tab.Recovery(); ok {
@@ -275,4 +277,78 @@ func TestNativeRecoverFallback(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkRecoveryPending checks §11.2 step 5 on the free record the
+// recovery's checkpoint wrote: every log block of the recovered epoch,
+// every cell a PUT named that no slot kept, and every entry a replayed
+// slot replaced are quarantined (the checkpoint did not write there, and
+// nothing may until the next fsync); every kept cell is live.
+func checkRecoveryPending(t *testing.T, before, after []byte) {
+	t.Helper()
+	lg, _, _ := nativeTestLog(t, before)
+	old := nativeCurrentMeta(t, before)
+	s, err := decodeNativeSuper("", after, int64(len(after)))
+	must(t, err)
+	m := nativeCurrentMeta(t, after)
+	a, err := decodeNativeFree("", after[m.freeOff:m.freeOff+m.freeLen], int64(m.freeOff), m.freeSum, s.base, m.dataEnd)
+	must(t, err)
+	kept := map[uint64]nativeEntry{}
+	for _, r := range lg.recs {
+		if r.typ == recPut || r.typ == recEmpty {
+			kept[r.slot] = nativeEntry(r.entry)
+		}
+	}
+	isKept := map[nativeEntry]bool{}
+	for _, e := range kept {
+		isKept[e] = true
+	}
+	var want []nativeEntry
+	for _, blk := range lg.blocks {
+		want = append(want, nativeBlockEntry(blk, nativeLogBlockClass))
+	}
+	for _, r := range lg.recs {
+		if e := nativeEntry(r.entry); r.typ == recPut && !isKept[e] {
+			want = append(want, e)
+		}
+	}
+	for slot := range kept {
+		if e := nativeOldEntry(t, before, &old, slot); e != 0 {
+			want = append(want, e)
+		}
+	}
+	for _, e := range want {
+		if !nativeQuarantined(a, e) {
+			t.Fatalf("%v, which the recovered epoch named, is not quarantined in the recovery's free record", e)
+		}
+	}
+	for e := range isKept {
+		if e != 0 && a.available(e) {
+			t.Fatalf("kept bucket %v is free or quarantined in the recovery's free record", e)
+		}
+	}
+}
+
+// nativeQuarantined reports whether e lies in quarantined space of a.
+func nativeQuarantined(a *nativeAlloc, e nativeEntry) bool {
+	if c := e.cellClass(); c != 0 {
+		run := a.base + (e.off()-a.base)&^(nativeRunSize-1)
+		if r := a.runs[run]; r != nil {
+			i := (e.off() - run) / cellSize(c)
+			return r.quar[i/64]&(1<<(i%64)) != 0
+		}
+		return !a.overlapsFree(run, nativeRunClass) && a.overlapsHeld(run, nativeRunClass)
+	}
+	k := e.blockClass()
+	return !a.overlapsFree(e.off(), k) && !a.overlapsRun(e.off(), k) && a.coveredFree(e.off(), k)
+}
+
+// nativeOldEntry is slot's entry in meta m's tree of the file img.
+func nativeOldEntry(t *testing.T, img []byte, m *nativeMeta, slot uint64) nativeEntry {
+	t.Helper()
+	root := img[m.rootOff : m.rootOff+m.rootLen]
+	seg := slot / nativeSlotsPerSeg
+	part := le.Uint64(root[16*(seg/nativeSegsPerPart):])
+	segOff := le.Uint64(img[part+16*(seg%nativeSegsPerPart):])
+	return nativeEntry(le.Uint64(img[segOff+8*(slot%nativeSlotsPerSeg):]))
 }
