@@ -19,6 +19,7 @@ type RecoveryStats struct {
 	GroupsCut int // whole groups after the cut: their buckets failed to verify
 	Slots     int // slots whose entry the replay changed
 	Verified  int // buckets read and verified
+	Grown     int // growth steps replayed
 }
 
 // Recovery reports what the recovery of a native file at this open did;
@@ -125,10 +126,12 @@ func (t *Table) nativeRecover() error {
 	if err != nil {
 		return fallback(err)
 	}
-	if rs.next != m.next {
-		return fmt.Errorf("%w: %s: the log holds a growth step, which this build does not replay", ErrNotSupported, t.path)
-	}
 	st.Replayed, st.Slots = n, len(rs.entries)
+	for _, r := range lg.recs[:n] {
+		if r.typ == recGrow {
+			st.Grown++
+		}
+	}
 
 	// Step 5: the allocator. Every cell the log names and every log block
 	// is taken again; what no slot keeps, and what an applied entry
@@ -163,6 +166,9 @@ func (t *Table) nativeRecover() error {
 	}
 	slices.Sort(slots)
 	for _, slot := range slots {
+		if slot >= m.next {
+			continue // a slot the replayed growth added: no old bucket
+		}
 		pg, err := t.segment(slot / slotsPerSeg)
 		if err != nil {
 			return fallback(err)
@@ -174,7 +180,19 @@ func (t *Table) nativeRecover() error {
 			}
 		}
 	}
-	// Only now, with every check passed, the in-memory state changes.
+	// Only now, with every check passed, the in-memory state changes:
+	// the segments growth added (empty, as nativeSplitWrite adds them),
+	// then the entries.
+	for seg := m.next / nativeSlotsPerSeg; seg < rs.next/nativeSlotsPerSeg; seg++ {
+		if seg%nativeSegsPerPart == 0 {
+			nat.parts = append(nat.parts, nativeChild{})
+		}
+		nat.segs = append(nat.segs, nativeChild{})
+		t.segs = append(t.segs, 0)
+		t.segCache = append(t.segCache, new([slotsPerSeg]slotWord), new([slotsPerSeg]slotWord))
+		nat.dirty[seg] = struct{}{}
+	}
+	t.h.m, t.h.n, t.h.next = rs.m, rs.n, rs.next
 	for _, slot := range slots {
 		pg, _ := t.segment(slot / slotsPerSeg)
 		pg[slot%slotsPerSeg] = slotWord(rs.entries[slot])

@@ -352,3 +352,51 @@ func nativeOldEntry(t *testing.T, img []byte, m *nativeMeta, slot uint64) native
 	segOff := le.Uint64(img[part+16*(seg%nativeSegsPerPart):])
 	return nativeEntry(le.Uint64(img[segOff+8*(slot%nativeSlotsPerSeg):]))
 }
+
+// TestNativeRecoverGrowth: an epoch whose log holds growth steps (a GROW
+// record and the split's PUTs, one group each) recovers to the grown
+// table, its new segments written by the recovery's checkpoint.
+func TestNativeRecoverGrowth(t *testing.T) {
+	seed := testSeed(t)
+	for _, kind := range []Kind{Set, DuplicateBag} {
+		rng := rand.New(rand.NewSource(seed))
+		dir := t.TempDir()
+		path := filepath.Join(dir, "live.dets")
+		tab := openT(t, path, Options{Kind: kind, Format: Native})
+		m := nativeModel{}
+		for i := range 1500 {
+			obj := etf.Tuple{etf.Int(int64(i)), etf.Int(rng.Intn(3)), etf.Binary(make([]byte, rng.Intn(30)))}
+			must(t, tab.Insert(obj))
+			m.insert(kind, obj)
+		}
+		must(t, tab.Sync())
+		for range 2500 { // past 2,048 keys: growth steps in this epoch
+			nativeRandomOp(t, rng, tab, kind, m, 4000)
+		}
+		for i := 1500; i < 3000; i++ {
+			obj := etf.Tuple{etf.Int(int64(i)), etf.Int(0), bin("g")}
+			must(t, tab.Insert(obj))
+			m.insert(kind, obj)
+		}
+		grown, err := tab.Info()
+		must(t, err)
+		killed := filepath.Join(dir, "killed.dets")
+		must(t, os.WriteFile(killed, readFileT(t, path), 0o644))
+		must(t, tab.Close())
+		rec, err := Open(killed, Options{Repair: AutoRepair})
+		if err != nil {
+			t.Fatalf("%s: AutoRepair of a killed file with growth in its log: %v", kind, err)
+		}
+		t.Cleanup(func() { rec.Close() })
+		st, _, _ := rec.Recovery()
+		info, err := rec.Info()
+		must(t, err)
+		if st.Grown == 0 || info.NoSlots != grown.NoSlots {
+			t.Fatalf("%s: Recovery() = %+v, %v slots; the writer had %v", kind, st, info.NoSlots, grown.NoSlots)
+		}
+		checkModel(t, rec, m, 4000)
+		must(t, rec.Check())
+		must(t, rec.Close())
+		checkModel(t, openT(t, killed, Options{}), m, 4000)
+	}
+}
