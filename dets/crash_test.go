@@ -158,6 +158,11 @@ type ckStep struct {
 // index (-1 if none). After an error it stops. tune, if given, alters the
 // table's tuning.
 func ckRun(t testing.TB, cfs *crashfs.FS, kind Kind, ops []ckOp, tune ...func(*tuning)) (steps []ckStep, tab *Table, failAt int, ferr error) {
+	return ckRunFormat(t, cfs, kind, OTP9, ops, tune...)
+}
+
+// ckRunFormat is ckRun for a table created in format.
+func ckRunFormat(t testing.TB, cfs *crashfs.FS, kind Kind, format Format, ops []ckOp, tune ...func(*tuning)) (steps []ckStep, tab *Table, failAt int, ferr error) {
 	tr := mdl.NewTracker(mdl.Kind(kind), 1)
 	fsys := ckFS{cfs}
 	snapshot := func(op ckOp, start int, pre, saved *mdl.Model, save bool) ckStep {
@@ -168,7 +173,7 @@ func ckRun(t testing.TB, cfs *crashfs.FS, kind Kind, ops []ckOp, tune ...func(*t
 		return ckStep{op: op, start: start, end: cfs.Ops(), pre: pre, post: tr.Cur.Clone(), savedBefore: saved, isSave: save, ever: ever}
 	}
 	start := cfs.Ops()
-	opts := Options{Kind: kind, FS: fsys, Durability: ckDurability}
+	opts := Options{Kind: kind, FS: fsys, Durability: ckDurability, Format: format}
 	for _, change := range tune {
 		opts = withTuning(opts, change)
 	}
@@ -253,6 +258,9 @@ func ckSettled(t *testing.T, fsys FS, tab *Table, what string) []string {
 }
 
 func ckContents(tab *Table) ([]string, error) {
+	if tab.lay.tag == tagNative {
+		return ckContentsByKey(tab)
+	}
 	var out []string
 	for o, err := range tab.All() {
 		if err != nil {
@@ -264,23 +272,50 @@ func ckContents(tab *Table) ([]string, error) {
 	return out, nil
 }
 
+// ckContentsByKey is ckContents through Keys and Lookup, for a format
+// whose All is not built yet (native, docs/format-native.md §16 step 5).
+func ckContentsByKey(tab *Table) ([]string, error) {
+	var keys []etf.Term
+	for k, err := range tab.Keys() {
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	var out []string
+	for _, k := range keys {
+		objs, err := tab.Lookup(k)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			out = append(out, mdl.Enc(o))
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // ckStats counts what the tolerant modes lost or tore.
 type ckStats struct {
 	cases, clean, repaired, lostSynced, torn, notDETS int
 }
 
-// ckImage checks one crash image (see the invariants at the top). steps
-// are the workload's steps; the crash happened after k crashfs ops.
-func ckImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.Mode, st *ckStats, what string) {
+// ckCrash is where a crash point falls in a workload's steps.
+type ckCrash struct {
+	i                int    // the step in flight, or the last completed one at a boundary
+	step             ckStep // steps[i]
+	boundary         bool   // k falls between two steps
+	pre, post, saved *mdl.Model
+	cleanOK          [][]string // the clean states NoRepair may open
+	shortOK          bool       // the file may be too short to be a table
+}
+
+// ckLocate finds crash point k in steps.
+func ckLocate(t *testing.T, steps []ckStep, k int, what string) ckCrash {
 	t.Helper()
-	defer func() {
-		if r := recover(); r != nil {
-			t.Fatalf("%s: panic: %v\n%s", what, r, debug.Stack())
-		}
-	}()
-	st.cases++
-	// Locate the crash: steps[i] is the one in flight (start <= k < end),
-	// or the last completed one when k is a boundary.
+	// steps[i] is the one in flight (start <= k < end), or the last
+	// completed one when k is a boundary.
 	i, boundary := -1, false
 	for j, st := range steps {
 		if st.start <= k && k < st.end {
@@ -318,6 +353,21 @@ func ckImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.
 	// truncates the file to 0 before writing the new header), may leave a
 	// file too short to be a table.
 	shortOK := s.op.what == "create" || s.op.what == "deleteall"
+	return ckCrash{i: i, step: s, boundary: boundary, pre: pre, post: post, saved: saved, cleanOK: cleanOK, shortOK: shortOK}
+}
+
+// ckImage checks one crash image (see the invariants at the top). steps
+// are the workload's steps; the crash happened after k crashfs ops.
+func ckImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.Mode, st *ckStats, what string) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("%s: panic: %v\n%s", what, r, debug.Stack())
+		}
+	}()
+	st.cases++
+	c := ckLocate(t, steps, k, what)
+	s, boundary, pre, post, saved, cleanOK, shortOK := c.step, c.boundary, c.pre, c.post, c.saved, c.cleanOK, c.shortOK
 
 	fsys := ckFS{img}
 	before := img.Get(ckPath)

@@ -179,7 +179,7 @@ func (a *nativeAlloc) available(e nativeEntry) bool {
 			return false
 		}
 		run := a.base + (off-a.base)&^(nativeRunSize-1)
-		if a.containedInFree(run, nativeRunClass) {
+		if a.coveredFree(run, nativeRunClass) {
 			return true
 		}
 		r := a.runs[run]
@@ -191,7 +191,18 @@ func (a *nativeAlloc) available(e nativeEntry) bool {
 		return (off-run)%cellSize(c) == 0 && i < uint64(r.cells) && (r.free[w]|r.quar[w])&bit != 0
 	}
 	k := e.blockClass()
-	return k != 0 && e.off() >= a.base && (e.off()-a.base)%(1<<k) == 0 && a.containedInFree(e.off(), k)
+	return k != 0 && e.off() >= a.base && (e.off()-a.base)%(1<<k) == 0 && a.coveredFree(e.off(), k)
+}
+
+// coveredFree reports whether the aligned block [off, off+2^k) is covered
+// by free and held blocks. One block may not hold it: two quarantined
+// buddies, or a quarantined block and its free buddy, merge when a Sync
+// releases the quarantine, and the epoch after it may allocate the whole.
+func (a *nativeAlloc) coveredFree(off uint64, k int) bool {
+	if a.containedInFree(off, k) {
+		return true
+	}
+	return k > nativeMinBuddyClass && a.coveredFree(off, k-1) && a.coveredFree(off+1<<(k-1), k-1)
 }
 
 // containedInFree reports whether the aligned block [off, off+2^k) lies

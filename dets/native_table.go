@@ -71,6 +71,8 @@ type nativeState struct {
 	// A growth step's plan and object records (nativeGrow), reused.
 	growPlan []nativeSplit
 	growBuf  []byte
+
+	nativeRecoverState // native_recover.go
 }
 
 // nativeLogBlockClass is the buddy class of a log block (nativeLogBlockSize).
@@ -156,7 +158,7 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 		case opts.ReadOnly:
 			return nil, fmt.Errorf("%w: %s: %w", ErrNotClosed, t.path, reason)
 		}
-		return nil, fmt.Errorf("%w: %s: recovery and repair of native files are not built yet: %w", ErrNotSupported, t.path, reason)
+		return nil, fmt.Errorf("%w: %s: repair of native files is not built yet: %w", ErrNotSupported, t.path, reason)
 	}
 	if !ok {
 		return needs(errA)
@@ -191,13 +193,19 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 	}
 	// §11.1: closed properly unless the first record of the epoch's log passes.
 	head := nativeLogHead(m.gen)
+	recovering := false
 	lb := hb[head : head+2*nativeLogRecord]
 	if h, err := decodeNativeLogBlock(t.path, lb, int64(head)); err == nil && h.fileID == s.fileID && h.epoch == m.gen && h.index == 0 {
 		if r, err := decodeNativeLogRec(t.path, lb[nativeLogHeader:], int64(head)+nativeLogHeader); err == nil && nativeLogFollows(&r, m.gen, m.seq) {
-			return needs(errors.New("not closed properly"))
+			if opts.Repair == NoRepair || opts.ReadOnly {
+				return needs(errors.New("not closed properly"))
+			}
+			// §11.2, for AutoRepair and ForceRepair alike: ForceRepair's
+			// full repair after the recovery is step 7's.
+			recovering = true
 		}
 	}
-	if opts.Repair == ForceRepair {
+	if opts.Repair == ForceRepair && !recovering {
 		if opts.ReadOnly {
 			return nil, fmt.Errorf("%w: forced repair of %s needs read-write access", ErrReadOnly, t.path)
 		}
@@ -217,6 +225,9 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 	t.fileEnd = int64(m.dataEnd)
 	t.dirty = false
 	t.startEpoch()
+	if recovering {
+		return nil, t.nativeRecover()
+	}
 	return nil, nil
 }
 
@@ -627,8 +638,9 @@ func (t *Table) nativeCheckpoint(durable, byClose bool) error {
 		rootOff: rootOff, rootLen: rootLen, rootSum: rootSum,
 		freeOff: freeOff, freeLen: uint64(len(rec)), freeSum: nativeNodeSum(rec), verifiedGen: m.verifiedGen}
 	if byClose {
-		nm.flags |= 1
+		nm.flags |= metaFlagClose
 	}
+	nm.flags |= nat.metaFlags
 	page := int64(nativeMetaAOff)
 	if nat.metaOff == nativeMetaAOff {
 		page = nativeMetaBOff

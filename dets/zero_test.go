@@ -24,6 +24,10 @@ var tableCalls = map[string]func(*Table) []error{
 	"Delete":           func(t *Table) []error { return []error{t.Delete(etf.Int(1))} },
 	"DeleteAllObjects": func(t *Table) []error { return []error{t.DeleteAllObjects()} },
 	"DeleteObject":     func(t *Table) []error { return []error{t.DeleteObject(tup(etf.Int(1)))} },
+	"Recovery": func(t *Table) []error {
+		_, _, err := t.Recovery()
+		return []error{err}
+	},
 	"First": func(t *Table) []error {
 		_, _, err := t.First()
 		return []error{err}

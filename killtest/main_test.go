@@ -24,6 +24,9 @@ const (
 	childSeedEnv = "GODETS_KILL_CHILD_SEED"
 	childKindEnv = "GODETS_KILL_KIND"
 	childModeEnv = "GODETS_KILL_MODE"
+	// childFormatEnv is the format a writer child creates its table in:
+	// "native" for dets.Native, otherwise otp9.
+	childFormatEnv = "GODETS_KILL_FORMAT"
 	// childSortEnv, when set, is the repair's in-memory index bound in
 	// the child (testhook.RepairMemEntries): a small file then takes the
 	// external sort a large one would.

@@ -179,7 +179,15 @@ func leftovers(path string) []string {
 // digest), pass Check, and not be stopped by a leftover .TMP or
 // .TMP.sort.
 func TestKillRepair(t *testing.T) {
-	killRepairFamily(t, "kill-repair otp9", 0, 120000, budget(50, 5, 500))
+	t.Run("otp9", func(t *testing.T) {
+		killRepairFamily(t, "kill-repair otp9", 0, 120000, budget(50, 5, 500))
+	})
+	t.Run("native", func(t *testing.T) {
+		// A killed native writer's file is recovered from its log, which
+		// TestKillWriter covers; the full repair a kill would interrupt
+		// is step 7 of docs/format-native.md §16, not in this build.
+		t.Skip("kill-repair native: native files have no full repair yet (docs/format-native.md §16 step 7)")
+	})
 }
 
 // TestKillRepairExternalSort is TestKillRepair with every child's repair

@@ -34,6 +34,14 @@ type writer struct {
 	n    int // calls issued
 }
 
+// envFormat is the format of childFormatEnv.
+func envFormat() dets.Format {
+	if os.Getenv(childFormatEnv) == "native" {
+		return dets.Native
+	}
+	return dets.OTP9
+}
+
 func envKind() dets.Kind {
 	k, _ := strconv.Atoi(os.Getenv(childKindEnv))
 	return dets.Kind(k)
@@ -54,7 +62,7 @@ func writerChild() int {
 		return 3
 	}
 	fmt.Println("ready")
-	topts := dets.Options{Kind: w.kind}
+	topts := dets.Options{Kind: w.kind, Format: envFormat()}
 	for w.n < writerMaxOps {
 		var err error
 		if os.Getenv(childModeEnv) == "exclusive" {

@@ -64,6 +64,7 @@ const path = "p.dets"
 // state is the model side: the content now and at the last save.
 type state struct {
 	kind       dets.Kind
+	format     dets.Format
 	cur, saved *model.Model
 	expectNew  bool // InsertNew's expected result, set by NextState
 
@@ -74,11 +75,11 @@ type state struct {
 
 // String is what a failure report prints as the initial state.
 func (s *state) String() string {
-	return fmt.Sprintf("%s model with %d objects", s.kind, s.cur.Len())
+	return fmt.Sprintf("%s %s model with %d objects", s.format, s.kind, s.cur.Len())
 }
 
 func (s *state) clone() *state {
-	return &state{kind: s.kind, cur: s.cur.Clone(), saved: s.saved.Clone(), expectNew: s.expectNew}
+	return &state{kind: s.kind, format: s.format, cur: s.cur.Clone(), saved: s.saved.Clone(), expectNew: s.expectNew}
 }
 
 // sut is the system under test.
@@ -333,11 +334,11 @@ func genObj() gopter.Gen {
 	})
 }
 
-func kindCommands(kind dets.Kind, stats *propStats) *commands.ProtoCommands {
+func kindCommands(kind dets.Kind, format dets.Format, stats *propStats) *commands.ProtoCommands {
 	return &commands.ProtoCommands{
 		NewSystemUnderTestFunc: func(commands.State) commands.SystemUnderTest {
 			cfs := crashfs.New()
-			tab, err := dets.Open(path, dets.Options{Kind: kind, FS: memFS(cfs)})
+			tab, err := dets.Open(path, dets.Options{Kind: kind, Format: format, FS: memFS(cfs)})
 			if err != nil {
 				panic(err) // an in-memory create cannot fail
 			}
@@ -345,7 +346,7 @@ func kindCommands(kind dets.Kind, stats *propStats) *commands.ProtoCommands {
 			return &sut{kind: kind, cfs: cfs, tab: tab, stats: stats}
 		},
 		DestroySystemUnderTestFunc: func(s commands.SystemUnderTest) { s.(*sut).tab.Close() },
-		InitialStateGen: gen.Const(&state{kind: kind,
+		InitialStateGen: gen.Const(&state{kind: kind, format: format,
 			cur: model.New(model.Kind(kind), 1), saved: model.New(model.Kind(kind), 1)}),
 		GenCommandFunc: func(commands.State) gopter.Gen {
 			return gen.Weighted([]gen.WeightedGen{
@@ -366,12 +367,23 @@ func kindCommands(kind dets.Kind, stats *propStats) *commands.ProtoCommands {
 	}
 }
 
-// TestCommands runs the stateful property for each kind.
+// TestCommands runs the stateful property for each kind, on both formats.
+// On native a crash inside a command is held to exact duplicate_bag
+// counts (crashInCmd.recovered), and the crash inside the AutoRepair that
+// follows a kill is a crash inside a recovery (docs/format-native.md §11.2).
 func TestCommands(t *testing.T) {
 	seed := propSeed(t)
-	for _, kind := range []dets.Kind{dets.Set, dets.Bag, dets.DuplicateBag} {
-		t.Run(kind.String(), func(t *testing.T) {
-			params := gopter.DefaultTestParametersWithSeed(seed + int64(kind))
+	for fi, format := range []dets.Format{dets.OTP9, dets.Native} {
+		for _, kind := range []dets.Kind{dets.Set, dets.Bag, dets.DuplicateBag} {
+			propCommands(t, seed+int64(16*fi)+int64(kind), kind, format)
+		}
+	}
+}
+
+func propCommands(t *testing.T, seed int64, kind dets.Kind, format dets.Format) {
+	{
+		t.Run(format.String()+"/"+kind.String(), func(t *testing.T) {
+			params := gopter.DefaultTestParametersWithSeed(seed)
 			params.MinSuccessfulTests = sequences()
 			if testing.Short() {
 				params.MinSuccessfulTests = max(1, *minFlag/4)
@@ -379,10 +391,10 @@ func TestCommands(t *testing.T) {
 			params.MaxShrinkCount = 200
 			props := gopter.NewProperties(params)
 			var stats propStats
-			props.Property(kind.String()+" against the model", commands.Prop(kindCommands(kind, &stats)))
+			props.Property(kind.String()+" against the model", commands.Prop(kindCommands(kind, format, &stats)))
 			props.TestingRun(t)
-			t.Logf("property otp9 %s: %d sequences passed (%d runs), %d crashes between commands, %d inside commands, %d inside repairs",
-				kind, params.MinSuccessfulTests, stats.runs, stats.between, stats.inside, stats.inRepair)
+			t.Logf("property %s %s: %d sequences passed (%d runs), %d crashes between commands, %d inside commands, %d inside repairs",
+				format, kind, params.MinSuccessfulTests, stats.runs, stats.between, stats.inside, stats.inRepair)
 		})
 	}
 }

@@ -25,7 +25,7 @@ func TestShrinksLyingSync(t *testing.T) {
 	params.MinSuccessfulTests = 100
 	params.MaxShrinkCount = 1000
 	var stats propStats
-	res := commands.Prop(kindCommands(dets.Set, &stats)).Check(params)
+	res := commands.Prop(kindCommands(dets.Set, dets.OTP9, &stats)).Check(params)
 	if res.Passed() {
 		t.Fatalf("the property passed %d sequences on a disk whose fsync lies", res.Succeeded)
 	}

@@ -29,6 +29,12 @@
 //	             (a device with atomic 512-byte sectors that reorders them)
 //	Torn512Junk  as Torn512, but a piece may also come out as zeros or random
 //	             bytes (a device without sector atomicity)
+//	Torn4096     as Torn512 with 4096-byte pieces (a device with 4 KiB sectors)
+//	ZeroTail     the pending operations up to a random one, in order; of the
+//	             later ones, what a write or truncate would add past the file's
+//	             end comes out as zeros and the rest is lost (a file system
+//	             that made the new size durable before the data: XFS's and
+//	             ext4's zero-filled tails after a crash)
 package crashfs
 
 import (
@@ -93,10 +99,15 @@ const (
 	Subset
 	Torn512
 	Torn512Junk
+	Torn4096
+	ZeroTail
 )
 
-// Modes lists every Mode.
+// Modes lists the first five modes, which the otp9 crash tests run.
 var Modes = []Mode{SyncedOnly, AllWritten, Subset, Torn512, Torn512Junk}
+
+// AllModes lists every Mode.
+var AllModes = []Mode{SyncedOnly, AllWritten, Subset, Torn512, Torn512Junk, Torn4096, ZeroTail}
 
 func (m Mode) String() string {
 	switch m {
@@ -110,6 +121,10 @@ func (m Mode) String() string {
 		return "torn512"
 	case Torn512Junk:
 		return "torn512-junk"
+	case Torn4096:
+		return "torn4096"
+	case ZeroTail:
+		return "zero-tail"
 	}
 	return fmt.Sprintf("Mode(%d)", uint8(m))
 }
@@ -203,6 +218,26 @@ func (s *state) apply(r Record, strictDirs bool) {
 	if r.Node >= s.next {
 		s.next = r.Node + 1
 	}
+}
+
+// zeroTail is ZeroTail's content: b with pending[:cut] applied, and the
+// later operations reduced to the zeros they would add past the end.
+func zeroTail(b []byte, pending []Record, cut int) []byte {
+	for i, r := range pending {
+		end := r.Off
+		if r.Kind == OpWrite {
+			end += int64(len(r.Data))
+		}
+		switch {
+		case i < cut && r.Kind == OpTruncate:
+			b = truncate(b, r.Off)
+		case i < cut:
+			b = writeAt(b, r.Data, r.Off)
+		case end > int64(len(b)):
+			b = truncate(b, end)
+		}
+	}
+	return b
 }
 
 func writeAt(b, p []byte, off int64) []byte {
@@ -373,6 +408,12 @@ func (f *FS) Crash(mode Mode, rng *rand.Rand) *FS { return f.Image(f.Ops(), mode
 // rng drives the random modes and may be nil for the others. The result
 // has a fresh log that starts with one OpPut per file.
 func (f *FS) Image(k int, mode Mode, rng *rand.Rand) *FS {
+	return f.Images(k, []Mode{mode}, rng)[0]
+}
+
+// Images is Image for several modes at one crash point: the log is
+// replayed once.
+func (f *FS) Images(k int, modes []Mode, rng *rand.Rand) []*FS {
 	f.mu.Lock()
 	s := newState()
 	for _, r := range f.log[:k] {
@@ -380,6 +421,15 @@ func (f *FS) Image(k int, mode Mode, rng *rand.Rand) *FS {
 	}
 	strict := f.StrictDirs
 	f.mu.Unlock()
+	out := make([]*FS, len(modes))
+	for i, mode := range modes {
+		out[i] = s.image(mode, strict, rng)
+	}
+	return out
+}
+
+// image builds the FS a crash in mode leaves of state s.
+func (s *state) image(mode Mode, strict bool, rng *rand.Rand) *FS {
 	out := New()
 	out.StrictDirs = strict
 	dir := s.ddir
@@ -401,6 +451,13 @@ func crashContent(n *node, mode Mode, rng *rand.Rand) []byte {
 	if mode == AllWritten {
 		return slices.Clone(n.data)
 	}
+	if mode == ZeroTail {
+		return zeroTail(b, n.pending, rng.IntN(len(n.pending)+1))
+	}
+	sector := int64(SectorSize)
+	if mode == Torn4096 {
+		sector = 4096
+	}
 	for _, r := range n.pending {
 		if r.Kind == OpTruncate {
 			if rng.IntN(2) == 0 {
@@ -416,7 +473,7 @@ func crashContent(n *node, mode Mode, rng *rand.Rand) []byte {
 		}
 		// Torn: sector-aligned pieces.
 		for start := r.Off; start < r.Off+int64(len(r.Data)); {
-			end := min((start/SectorSize+1)*SectorSize, r.Off+int64(len(r.Data)))
+			end := min((start/sector+1)*sector, r.Off+int64(len(r.Data)))
 			piece := r.Data[start-r.Off : end-r.Off]
 			choice := rng.IntN(2)
 			if mode == Torn512Junk {

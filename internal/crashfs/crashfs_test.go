@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -259,5 +260,66 @@ func TestHookStops(t *testing.T) {
 	}
 	if log := f.Log(); log[1].Kind != OpWrite || log[1].String() == "" {
 		t.Fatalf("log %v", log)
+	}
+}
+
+// TestNewModes: Torn4096 keeps each 4 KiB sector of a write whole and takes
+// bytes only from the synced content or the writes; ZeroTail gives a
+// prefix of the pending writes, then zeros up to the final length.
+func TestNewModes(t *testing.T) {
+	r := rand.New(rand.NewPCG(uint64(testutil.Seed(t)), 3))
+	for iter := range 200 {
+		f := New()
+		base := bytes.Repeat([]byte{'o'}, 8192)
+		f.Put("a", base)
+		h := mustOpen(t, f, "a", os.O_RDWR)
+		var writes [][2]int64
+		for i := range 1 + r.IntN(4) {
+			off := int64(r.IntN(12000))
+			n := int64(1 + r.IntN(6000))
+			h.WriteAt(bytes.Repeat([]byte{byte('A' + i)}, int(n)), off)
+			writes = append(writes, [2]int64{off, n})
+		}
+		all := f.Get("a")
+		img := f.Crash(Torn4096, r).Get("a")
+		for i, c := range img {
+			ok := i < len(base) && c == 'o' || c == 0
+			for w, wr := range writes {
+				if int64(i) >= wr[0] && int64(i) < wr[0]+wr[1] && c == byte('A'+w) {
+					ok = true
+				}
+			}
+			if !ok {
+				t.Fatalf("iter %d torn4096: byte %d = %q comes from no write", iter, i, c)
+			}
+		}
+		if len(writes) == 1 {
+			w := writes[0]
+			for s := w[0] / 4096 * 4096; s < w[0]+w[1]; s += 4096 {
+				lo, hi := max(s, w[0]), min(s+4096, w[0]+w[1], int64(len(img)))
+				for i := lo; i < hi; i++ {
+					if img[i] != img[lo] {
+						t.Fatalf("iter %d: 4 KiB sector at %d is torn inside", iter, s)
+					}
+				}
+			}
+		}
+		// ZeroTail: some prefix of the writes, applied to base, then zeros.
+		img = f.Crash(ZeroTail, r).Get("a")
+		if len(img) != len(all) {
+			t.Fatalf("iter %d zero-tail: size %d, want the final %d", iter, len(img), len(all))
+		}
+		matched := false
+		for cut := 0; cut <= len(writes) && !matched; cut++ {
+			want := bytes.Clone(base)
+			for _, wr := range writes[:cut] {
+				want = writeAt(want, bytes.Repeat([]byte{byte('A' + slices.Index(writes, wr))}, int(wr[1])), wr[0])
+			}
+			want = truncate(want, int64(len(all)))
+			matched = bytes.Equal(img, want)
+		}
+		if !matched {
+			t.Fatalf("iter %d zero-tail: image is no prefix of the writes with a zero tail", iter)
+		}
 	}
 }
