@@ -285,7 +285,7 @@ func TestNativeOpenDecisions(t *testing.T) {
 }
 
 // TestNativeNotYet: what step 4 does not build on native (growth's
-// traversal, raw access, bulk builds, DeleteAllObjects, Stats, Repair)
+// traversal, raw access, bulk builds, DeleteAllObjects, Stats)
 // is refused with ErrNotSupported, and the refusals change nothing: the
 // otp9 code behind them would write otp9 structures into the file or
 // place raw objects by phash2.
@@ -340,9 +340,4 @@ func TestNativeNotYet(t *testing.T) {
 		t.Fatalf("Keys: %d, Select of key 7: %v %v", n, objs, err)
 	}
 	must(t, tab.Close())
-	_, err = Repair(path, Options{}, nil)
-	notSupported("Repair", err)
-	if fileHash(t, path) != before {
-		t.Fatal("a refused repair changed the file")
-	}
 }
