@@ -412,18 +412,12 @@ func (w *recordWalk) walkFrom(body []byte, off uint64, pos int, emit func(etfOff
 }
 
 // resyncNative finds the next record after a damaged one at pos: the
-// record's own length when the record there passes or ends the body,
-// else the first later offset where a record's checksum passes (§12.1).
-// A candidate is a minimal uvarint length that fits, followed by an ETF
+// first later offset where a record's checksum passes (§12.1), so that a
+// length damaged to point past the next record cannot skip it. A
+// candidate is a minimal uvarint length that fits, followed by an ETF
 // version byte and a tuple tag, before its checksum is computed. It
 // returns len(body) when there is none.
 func resyncNative(body []byte, pos int) int {
-	if l, v := binary.Uvarint(body[pos+8 : min(len(body), pos+8+binary.MaxVarintLen64)]); v > 0 && l > 0 && l <= uint64(len(body)-pos-8-v) {
-		q := pos + 8 + v + int(l)
-		if q == len(body) || recordPasses(body, q) {
-			return q
-		}
-	}
 	for q := pos + 1; q+nativeMinObjectRecord <= len(body); q++ {
 		if recordPasses(body, q) {
 			return q
@@ -450,7 +444,9 @@ func recordPasses(body []byte, q int) bool {
 
 // chainCount is the number of records between a damaged record at from and
 // the next sound one at to: the steps of the length chain when it lands on
-// to exactly, else one (the lengths themselves are damaged).
+// to exactly and each step after the first lands on what starts like a
+// record (an ETF version byte and a tuple tag: random bytes rarely do), else
+// one (the lengths themselves are damaged).
 func chainCount(body []byte, from, to int) int {
 	c, at := 0, from
 	for at < to {
@@ -458,7 +454,10 @@ func chainCount(body []byte, from, to int) int {
 			return 1
 		}
 		l, v := binary.Uvarint(body[at+8 : min(len(body), at+8+binary.MaxVarintLen64)])
-		if v <= 0 || l == 0 || l > uint64(len(body)-at-8-v) {
+		if v <= 0 || l < 2 || l > uint64(len(body)-at-8-v) {
+			return 1
+		}
+		if e := at + 8 + v; at != from && (body[e] != 131 || (body[e+1] != 104 && body[e+1] != 105)) {
 			return 1
 		}
 		at += 8 + v + int(l)
