@@ -474,9 +474,6 @@ func chainCount(body []byte, from, to int) int {
 func (p *repairPlan) nativeSizeSlots() {
 	keys := uint64(p.sketch.estimate())
 	next := (keys/2 + nativeSlotsPerSeg - 1) / nativeSlotsPerSeg * nativeSlotsPerSeg
-	// A power of two (N = 0) for now: the engine before growth (step 5)
-	// gives every slot the level log2(M), wrong for a slot at or past M.
-	next = uint64(pow2ceil(int64(max(next, 1))))
 	next = min(max(next, p.nat.minSlots), p.nat.maxSlots)
 	p.nat.newNext = next
 	p.nat.newM, p.nat.newN = hashParamsFor(next)
