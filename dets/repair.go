@@ -69,6 +69,16 @@ import (
 // decodes to a term of the same length is kept as it now reads.
 // RepairStats.ObjectsDropped counts the framed objects the rules reject.
 //
+// # Native files
+//
+// A native file is rebuilt as native (docs/repair.md §11): the log after
+// its current meta is applied first, then the tree is walked and every
+// object record checked on its own, so that exactly the objects whose
+// checksum, framing or key fails are dropped (ObjectsChecksumFailed); the
+// slots under a tree node that fails, or the whole file when no meta is
+// valid, come from a raw scan in which each key's newest bucket wins
+// (NodesDamaged, Ambiguous).
+//
 // # Memory
 //
 // The objects never live on the Go heap: they stay in the map of the old
