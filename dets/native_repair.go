@@ -289,9 +289,11 @@ func (p *repairPlan) treeWalk() error {
 					return err
 				}
 			}
-			if p.progress != nil && int64(sc.off)-reported > progressGap {
-				reported = int64(sc.off)
-				p.progress(RepairProgress{Phase: "scan", BytesScanned: min(int64(sc.off), p.size), BytesTotal: p.size, Objects: nr.found})
+			// Progress by the share of slots walked: the segments lie
+			// anywhere in the file, so their offsets would not ascend.
+			if done := int64(float64(p.size) * float64(lo+nativeSlotsPerSeg) / float64(nr.next)); p.progress != nil && done-reported > progressGap {
+				reported = done
+				p.progress(RepairProgress{Phase: "scan", BytesScanned: min(done, p.size), BytesTotal: p.size, Objects: nr.found})
 			}
 		}
 	}

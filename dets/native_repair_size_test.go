@@ -65,8 +65,8 @@ func rsNativeObjects(n int) []etf.Tuple {
 // in-memory bound, the result holds every object, and the peak heap
 // grows slower than the file (docs/format-native.md §12.2): by less than
 // half the bytes the file grows, and stays under 64 MiB. The bound is
-// lowered to 2^13 entries, so the merge's buffers (128 KiB a sorted run,
-// a run per 2^13 objects here, per 2^21 by default) are what grows.
+// lowered to 2^15 entries, so the merge's buffers (128 KiB a sorted run,
+// a run per 2^15 objects here, per 2^21 by default) are what grows.
 func TestNativeRepairMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds tables of 50k and 200k objects")
@@ -76,10 +76,18 @@ func TestNativeRepairMemory(t *testing.T) {
 	for _, n := range []int{50_000, 200_000} {
 		path := filepath.Join(dir, fmt.Sprintf("m%d.dets", n))
 		buildNativeT(t, path, Set, rsNativeObjects(n))
-		opts := withTuning(Options{}, func(tn *tuning) { tn.repairMemEntries = 1 << 13 })
+		opts := withTuning(Options{}, func(tn *tuning) { tn.repairMemEntries = 1 << 15 })
 		var st RepairStats
 		var err error
-		peak := rpPeakHeap(func() { st, err = Repair(path, opts, nil) })
+		var last RepairProgress
+		peak := rpPeakHeap(func() {
+			st, err = Repair(path, opts, func(p RepairProgress) {
+				if p.BytesScanned < last.BytesScanned || (p.Phase == last.Phase && p.Objects < last.Objects) {
+					t.Errorf("progress went backwards: %+v after %+v", p, last)
+				}
+				last = p
+			})
+		})
 		must(t, err)
 		if !st.ExternalSort || st.Objects != int64(n) || st.ObjectsDropped != 0 {
 			t.Fatalf("%d objects: stats %+v, want an external sort of all", n, st)

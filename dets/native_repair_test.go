@@ -70,8 +70,17 @@ func TestNativeRepairKeepsAll(t *testing.T) {
 			tab, m := fillNative(t, path, kind, rng, keys, 6000)
 			must(t, tab.Close())
 			oldSeq := readNativeMetaT(t, path).seq
-			st, err := Repair(path, Options{}, nil)
+			var last RepairProgress
+			st, err := Repair(path, Options{}, func(p RepairProgress) {
+				if p.BytesScanned < last.BytesScanned || (p.Phase == last.Phase && p.Objects < last.Objects) {
+					t.Errorf("progress went backwards: %+v after %+v", p, last)
+				}
+				last = p
+			})
 			must(t, err)
+			if last.Phase != "write" || last.BytesScanned != last.BytesTotal || last.Objects != st.Objects {
+				t.Errorf("last progress report %+v; stats %+v", last, st)
+			}
 			objects := 0
 			for _, o := range m {
 				objects += len(o)
