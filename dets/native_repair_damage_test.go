@@ -290,10 +290,14 @@ func TestNativeDamageEveryBit(t *testing.T) {
 	must(t, tab.Close())
 	closed := readFileT(t, base)
 	m := readNativeMetaT(t, base)
-	// Every 7th bit (a few thousand repairs in about a minute), every
-	// 41st with -short; the bits between are the same kind of damage.
-	step := 7
-	if testing.Short() {
+	// Every bit in the soak mode (GODETS_SOAK=1: about five minutes),
+	// every 17th by default, every 41st with -short: the bits between
+	// are the same kind of damage.
+	step := 17
+	switch {
+	case os.Getenv("GODETS_SOAK") == "1":
+		step = 1
+	case testing.Short():
 		step = 41
 	}
 	type region struct {
