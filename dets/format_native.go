@@ -381,19 +381,6 @@ func chooseNativeMeta(a nativeMeta, errA error, b nativeMeta, errB error) (cur n
 	return nativeMeta{}, 0, false, false
 }
 
-// refuseNativeRepair keeps Repair from rewriting a native file as otp9: a
-// scan for otp9 buckets finds nothing true in it, and the rebuilt file
-// would replace every object. data is the whole old file.
-func refuseNativeRepair(path string, data []byte) error {
-	if len(data) < nsOffVersion+4 || be.Uint32(data[nsOffVersion:]) != nativeVersionBE {
-		return nil
-	}
-	if _, err := decodeNativeSuper(path, data, int64(len(data))); err != nil {
-		return err
-	}
-	return fmt.Errorf("%w: %s: repair of native format files is not in this build yet", ErrNotSupported, path)
-}
-
 func isPow2u64(v uint64) bool { return v != 0 && v&(v-1) == 0 }
 
 func allZero(b []byte) bool {

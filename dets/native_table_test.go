@@ -283,28 +283,3 @@ func TestNativeOpenDecisions(t *testing.T) {
 	}
 	must(t, tab.Close())
 }
-
-// TestNativeNotYet: what the native engine does not build yet (Repair)
-// is refused with ErrNotSupported, and the refusal changes nothing: the
-// otp9 code behind it would write otp9 structures into the file.
-func TestNativeNotYet(t *testing.T) {
-	path := tmpFile(t, "notyet.dets")
-	tab := openT(t, path, Options{Format: Native, Kind: Bag})
-	for i := range 300 {
-		must(t, tab.Insert(tup(etf.Int(i), etf.Int(i))))
-	}
-	must(t, tab.Sync())
-	before := fileHash(t, path)
-	notSupported := func(what string, err error) {
-		t.Helper()
-		if !errors.Is(err, ErrNotSupported) {
-			t.Errorf("%s: %v, want ErrNotSupported", what, err)
-		}
-	}
-	must(t, tab.Close())
-	_, err := Repair(path, Options{}, nil)
-	notSupported("Repair", err)
-	if fileHash(t, path) != before {
-		t.Fatal("a refused repair changed the file")
-	}
-}

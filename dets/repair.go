@@ -69,6 +69,16 @@ import (
 // decodes to a term of the same length is kept as it now reads.
 // RepairStats.ObjectsDropped counts the framed objects the rules reject.
 //
+// # Native files
+//
+// A native file is rebuilt as native (docs/repair.md §11): the log after
+// its current meta is applied first, then the tree is walked and every
+// object record checked on its own, so that exactly the objects whose
+// checksum, framing or key fails are dropped (ObjectsChecksumFailed); the
+// slots under a tree node that fails, or the whole file when no meta is
+// valid, come from a raw scan in which each key's newest bucket wins
+// (NodesDamaged, Ambiguous).
+//
 // # Memory
 //
 // The objects never live on the Go heap: they stay in the map of the old
@@ -110,9 +120,22 @@ type RepairStats struct {
 	ObjectsFound   int64 // objects proven whole by the scan
 	ObjectsDropped int64 // framed objects the scan rejected
 	BucketsPartial int64 // buckets from which only some objects were kept
-	Objects, Keys  int64 // in the new file, after the kind rules
-	Slots          int64 // Next of the new file
-	ExternalSort   bool  // the index spilled to PATH.TMP.sort
+	// ObjectsChecksumFailed counts, of a native file, the dropped object
+	// records whose framing or checksum failed (the rest of
+	// ObjectsDropped passed it but held no sound object, or a key of
+	// another slot). Always 0 for otp9, whose objects have no checksum.
+	ObjectsChecksumFailed int64
+	// NodesDamaged counts the native tree nodes (root, parts, segments)
+	// that failed their checksums; their slots came from the raw scan.
+	NodesDamaged int64
+	// Ambiguous counts the native objects found outside any bucket header
+	// that the raw scan left out because a bucket speaks for their key
+	// (docs/format-native.md §12.3): they may be the newest version of a
+	// key whose newest bucket lost its header.
+	Ambiguous     int64
+	Objects, Keys int64 // in the new file, after the kind rules
+	Slots         int64 // Next of the new file
+	ExternalSort  bool  // the index spilled to PATH.TMP.sort
 }
 
 // repairParams says what to rebuild.
@@ -123,6 +146,8 @@ type repairParams struct {
 	wantKeyPos   int    // 0: from the header
 	wantMinSlots uint32 // 0: from the header, else 256
 	wantMaxSlots uint32 // 0: from the header, else 32Mi
+	natMin       uint64 // native: Options.MinSlots as native bounds; 0: from the superblock
+	natMax       uint64
 	progress     func(RepairProgress)
 	tune         tuning
 }
@@ -167,6 +192,10 @@ type repairPlan struct {
 	tmp string
 
 	stats RepairStats
+
+	// nat is set for a native file (native_repair.go), which takes its
+	// own shape, scan, sizing and build stages.
+	nat *nativeRepair
 }
 
 func tmpPath(path string) string  { return path + ".TMP" }
@@ -186,6 +215,9 @@ func repairTable(params repairParams) (RepairStats, error) {
 	p := &repairPlan{repairParams: params}
 	defer p.release()
 	err := p.openOld()
+	if err == nil && p.nat != nil {
+		return p.stats, p.nativeStages()
+	}
 	if err == nil {
 		err = p.guard.run(p.shape)
 	}
@@ -222,6 +254,7 @@ func (p *repairPlan) release() {
 }
 
 // openOld opens and maps the old file; a file beyond 4 GiB cannot be otp9.
+// A native file (NAT1 at offset 16) gets p.nat, and the native stages.
 func (p *repairPlan) openOld() error {
 	if p.fs == nil {
 		p.fs = OSFS{}
@@ -234,13 +267,18 @@ func (p *repairPlan) openOld() error {
 	if p.size, err = src.Size(); err != nil {
 		return err
 	}
-	if p.size > 1<<32 {
+	var head [nsOffVersion + 4]byte
+	if p.size >= int64(len(head)) {
+		if err := readFull(src, head[:], 0); err != nil {
+			return err
+		}
+	}
+	if isNativeFile(head[:]) {
+		p.nat = &nativeRepair{}
+	} else if p.size > 1<<32 {
 		return fmt.Errorf("%w: %s: %d bytes is beyond the otp9 format", ErrNotDETS, p.path, p.size)
 	}
 	if p.data, p.unmap, err = mapFile(src, p.size); err != nil {
-		return err
-	}
-	if err := refuseNativeRepair(p.path, p.data); err != nil {
 		return err
 	}
 	if p.unmap != nil {
@@ -489,6 +527,14 @@ func paramsFor(path string, opts Options, progress func(RepairProgress)) repairP
 		}
 		if opts.MaxSlots > 0 {
 			p.wantMaxSlots = hi
+		}
+	}
+	if lo, hi, err := opts.nativeSlotBounds(); err == nil {
+		if opts.MinSlots > 0 {
+			p.natMin = lo
+		}
+		if opts.MaxSlots > 0 {
+			p.natMax = hi
 		}
 	}
 	return p

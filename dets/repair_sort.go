@@ -25,11 +25,15 @@ type entryIndex struct {
 	path        string
 	limit       int
 	twoLevelMax int // slotOrder's
-	mem         []repairEntry
-	spill       File
-	spilled     bool
-	nSpill      int64
-	buf         []byte
+	// ownLengths: the entries' lengths are not otp9 framing words before
+	// the objects (native records), so slotOrder's offsets-only order,
+	// which reads them there, is not used.
+	ownLengths bool
+	mem        []repairEntry
+	spill      File
+	spilled    bool
+	nSpill     int64
+	buf        []byte
 }
 
 const entrySize = 16
@@ -89,7 +93,7 @@ func (x *entryIndex) cleanup() {
 // sorted returns the entries ordered by (slot(e), e.off); slot values are
 // below nslots. data is the old file, which the entries point into.
 func (x *entryIndex) sorted(slot func(repairEntry) uint32, nslots uint32, data []byte) (entryIter, error) {
-	if !x.spilled {
+	if !x.spilled && !x.ownLengths {
 		if offs, ends, ok := slotOrder(x.mem, slot, nslots, x.twoLevelMax); ok {
 			// The order holds all the build needs, so the index
 			// itself can go.

@@ -59,9 +59,11 @@ func selfCheck(o etf.Term) bool {
 }
 
 type fixture struct {
-	kind dets.Kind
-	img  []byte
-	objs map[string]bool
+	kind   dets.Kind
+	format dets.Format
+	img    []byte
+	dirty  []byte // native: the file as a killed writer leaves it (a log after the last checkpoint)
+	objs   map[string]bool
 }
 
 var (
@@ -70,13 +72,20 @@ var (
 	fixErr   error
 )
 
-// makeFixtures builds one small closed file per kind: 120 inserts on 50
-// keys (one large object), some deletes, 2-9 KiB.
+// makeFixtures builds one small closed file per kind and format: 120
+// inserts on 50 keys (one large object), some deletes; otp9's are 2-9 KiB,
+// native's about 100 KiB. The otp9 fixtures come first, so that a seed's
+// fixture index keeps naming the fixture it named before native ones.
 func makeFixtures() ([]fixture, error) {
 	fixOnce.Do(func() {
-		for _, kind := range []dets.Kind{dets.Set, dets.Bag, dets.DuplicateBag} {
+		for _, c := range []struct {
+			kind   dets.Kind
+			format dets.Format
+		}{{dets.Set, dets.OTP9}, {dets.Bag, dets.OTP9}, {dets.DuplicateBag, dets.OTP9},
+			{dets.Set, dets.Native}, {dets.Bag, dets.Native}, {dets.DuplicateBag, dets.Native}} {
+			kind := c.kind
 			cfs := tabletest.NewMemFS()
-			tab, err := dets.Open(path, dets.Options{Kind: kind, FS: cfs})
+			tab, err := dets.Open(path, dets.Options{Kind: kind, Format: c.format, FS: cfs})
 			if err != nil {
 				fixErr = err
 				return
@@ -85,7 +94,7 @@ func makeFixtures() ([]fixture, error) {
 			// freed or stale bucket ACTIVE again, and otp9 has nothing to
 			// tell an old version from the current one, so repair may
 			// resurrect overwritten or deleted objects, but never invent.
-			fx := fixture{kind: kind, objs: map[string]bool{}}
+			fx := fixture{kind: kind, format: c.format, objs: map[string]bool{}}
 			for i := range 120 {
 				pad := (i % 4) * 9
 				if i == 11 {
@@ -99,8 +108,17 @@ func makeFixtures() ([]fixture, error) {
 					return
 				}
 			}
+			if c.format == dets.Native {
+				if err := tab.Sync(); err != nil {
+					fixErr = err
+					return
+				}
+			}
 			for k := 0; k < 50; k += 7 {
 				tab.Delete(etf.Int(k))
+			}
+			if c.format == dets.Native {
+				fx.dirty = cfs.Get(path)
 			}
 			if err := tab.Close(); err != nil {
 				fixErr = err
@@ -273,6 +291,10 @@ const maxRepairSlots = 1 << 18
 // repairSlots is the min_no_slots field of an otp9 header (bytes 40-43),
 // or 0 when data is too short to hold it.
 func repairSlots(data []byte) uint32 {
+	if len(data) >= 64 && string(data[16:20]) == "NAT1" {
+		// native: minSlots, a u64 at 56 (docs/format-native.md §4.1)
+		return uint32(min(binary.LittleEndian.Uint64(data[56:]), 1<<32-1))
+	}
 	if len(data) < 44 {
 		return 0
 	}
@@ -287,6 +309,10 @@ func FuzzOpen(f *testing.F) {
 	}
 	for _, fx := range fxs {
 		f.Add(fx.img)
+		if fx.format == dets.Native {
+			f.Add(fx.dirty)
+			continue
+		}
 		dirty := slices.Clone(fx.img[:binary.BigEndian.Uint32(fx.img)])
 		binary.BigEndian.PutUint32(dirty[8:], 0)
 		f.Add(dirty)
@@ -341,6 +367,9 @@ func FuzzRepair(f *testing.F) {
 	f.Add(uint8(2), []byte{1, 200, 0, 0})
 	f.Add(uint8(0), []byte{2, 100, 0, 64, 0, 2, 0, 7})
 	f.Add(uint8(1), []byte{4, 128, 0, 20, 3, 0, 8, 0})
+	f.Add(uint8(3), []byte{})                            // native: a full repair of a clean file
+	f.Add(uint8(4), []byte{0, 1, 0, 3, 0, 90, 0, 5})     // native: a superblock bit, an object bit
+	f.Add(uint8(5), []byte{2, 0, 32, 255, 3, 160, 0, 7}) // native: metas zeroed, a byte set
 	f.Fuzz(func(t *testing.T, which uint8, prog []byte) {
 		if len(prog) > 4*64 {
 			return
@@ -404,6 +433,17 @@ func TestGenCorpus(t *testing.T) {
 	}
 	for i, fx := range fxs {
 		k := fx.kind.String()
+		if fx.format == dets.Native {
+			// FuzzOpen's native seeds are the fixtures, which it adds
+			// itself: a small native file is about 600 KiB (a 64 KiB run
+			// for each cell class in use), 2.5 MB as a corpus file.
+			k = "native-" + k
+			write("FuzzRepair", "flips-"+k, uint8(i), []byte{0, 30, 0, 1, 0, 90, 0, 5, 0, 200, 0, 7})
+			write("FuzzRepair", "superblock-"+k, uint8(i), []byte{0, 0, 10, 3})
+			write("FuzzRepair", "metas-zeroed-"+k, uint8(i), []byte{2, 0, 32, 255, 2, 1, 64, 255})
+			write("FuzzRepair", "truncate-"+k, uint8(i), []byte{1, 150, 0, 0})
+			continue
+		}
 		write("FuzzOpen", "valid-"+k, fx.img)
 		flp := binary.BigEndian.Uint32(fx.img)
 		write("FuzzOpen", "truncated-"+k, fx.img[:flp/2])
