@@ -372,3 +372,46 @@ func valuesOf(m map[string][]etf.Term) func(func([]etf.Term) bool) {
 		}
 	}
 }
+
+// TestConvertCountLimits: a native table with more objects or keys than
+// otp9 counts, or a minimum slot count above 2^25, is refused before
+// anything is written. The counts are set in memory: such tables are too
+// large to build in a test.
+func TestConvertCountLimits(t *testing.T) {
+	cases := []struct {
+		what string
+		set  func(h *header)
+	}{
+		{"object count", func(h *header) { h.noObjects = 1 << 32 }},
+		{"key count", func(h *header) { h.noKeys = 1 << 32 }},
+		{"minimum slot count", func(h *header) { h.minSlots = 1 << 26 }},
+	}
+	for _, c := range cases {
+		t.Run(c.what, func(t *testing.T) {
+			dir := t.TempDir()
+			n, b := filepath.Join(dir, "n.dets"), filepath.Join(dir, "b.dets")
+			tab, err := Open(n, Options{Format: Native})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tab.Close()
+			if err := tab.Insert(etf.Tuple{etf.Int(1), etf.Int(2)}); err != nil {
+				t.Fatal(err)
+			}
+			saved := tab.h
+			c.set(&tab.h)
+			var st ConvertStats
+			err = convertToOTP9(tab, n, b, &st)
+			tab.h = saved
+			var fe *FormatLimitError
+			if !errors.Is(err, ErrFormatLimit) || !errors.As(err, &fe) || fe.What != c.what {
+				t.Fatalf("convertToOTP9: %v, want a *FormatLimitError on the %s", err, c.what)
+			}
+			for _, p := range []string{b, tmpPath(b), sortPath(b)} {
+				if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+					t.Fatalf("%s exists after a refused conversion (%v)", p, err)
+				}
+			}
+		})
+	}
+}
