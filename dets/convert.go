@@ -38,6 +38,9 @@ type ConvertStats struct {
 	MaxSlotsClamped bool
 	// MinSlotsRaised: an otp9 minimum below native's 512 slots became 512.
 	MinSlotsRaised bool
+	// ExternalSort: to otp9, the index spilled to DST.TMP.sort (removed
+	// since), as a repair's does past 2Mi objects.
+	ExternalSort bool
 }
 
 // ErrFormatLimit: a conversion to otp9 of a table that otp9 cannot hold
@@ -213,7 +216,7 @@ func convertToNative(src *Table, tmp string, st *ConvertStats) error {
 // chunked layout) and the free lists and trailer. The writer's real file
 // never ends past it; it is above the exact size by at most those
 // allowances (under 10 MiB at otp9's 2 GB).
-func otp9SizeBound(next uint64, sizes []uint64, objBytes int64, objects uint64) uint64 {
+func otp9SizeBound(next uint64, sizes []uint32, objBytes int64, objects uint64) uint64 {
 	nSegs := next / slotsPerSeg
 	need := uint64(baseAddr) + (nSegs+(nSegs+segsPerPart-1)/segsPerPart)*segmentSize
 	for _, s := range sizes {
@@ -325,19 +328,20 @@ func convertToOTP9(t *Table, srcPath, dst string, st *ConvertStats) error {
 		})
 	}
 	// The sizing pass: each otp9 bucket's size, hence the file's.
-	sizes := make([]uint64, next)
+	sizes := make([]uint32, next) // saturating: a bucket of 2^32 bytes is past the limit anyway
 	var objects, keys, objBytes uint64
 	err = walk(func(s uint64, _ uint32, enc []byte, newKey bool) error {
+		add := uint64(4 + len(enc))
 		if sizes[s] == 0 {
-			sizes[s] = bucketHeaderSize
+			add += bucketHeaderSize
 		}
 		if newKey {
 			keys++
 			if t.kind != Set {
-				sizes[s] += 4
+				add += 4
 			}
 		}
-		sizes[s] += 4 + uint64(len(enc))
+		sizes[s] = uint32(min(uint64(sizes[s])+add, math.MaxUint32))
 		objects++
 		objBytes += 4 + uint64(len(enc))
 		return nil
@@ -358,7 +362,7 @@ func convertToOTP9(t *Table, srcPath, dst string, st *ConvertStats) error {
 	// framing, <<Size:32, ETF>>; the limit check above bounds this
 	// buffer by otp9's file size.
 	staged := make([]byte, 0, objBytes)
-	p := &repairPlan{repairParams: repairParams{fs: OSFS{}, path: dst, tune: defaultTuning},
+	p := &repairPlan{repairParams: repairParams{fs: OSFS{}, path: dst, tune: (&Options{}).tuned()},
 		kind: t.kind, keyPos: t.keyPos, minSlots: uint32(minS), maxSlots: uint32(maxS), trusted: true,
 		next: int64(next), m: uint32(m), n: uint32(n)}
 	p.idx = &entryIndex{fs: p.fs, path: sortPath(dst), limit: p.tune.repairMemEntries,
@@ -383,7 +387,7 @@ func convertToOTP9(t *Table, srcPath, dst string, st *ConvertStats) error {
 	if err := p.build(); err != nil {
 		return err
 	}
-	st.Objects, st.Keys = p.stats.Objects, p.stats.Keys
+	st.Objects, st.Keys, st.ExternalSort = p.stats.Objects, p.stats.Keys, p.stats.ExternalSort
 	st.MinSlots, st.MaxSlots = minS, maxS
 	if st.Objects != int64(objects) || st.Keys != int64(keys) {
 		os.Remove(p.tmp)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/internal/otptest"
+	"github.com/godets/godets/internal/testhook"
 )
 
 // convertObjects returns seeded objects for kind k: 150 keys, a bag or
@@ -413,5 +414,72 @@ func TestConvertCountLimits(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConvertLarge converts a native table of 70,000 objects to otp9:
+// enough for the otp9 writer's chunked layout (which the size bound must
+// also cover) and, with the in-memory index limit lowered, for the
+// external sort through DST.TMP.sort, which must be gone afterwards.
+func TestConvertLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("70,000 objects")
+	}
+	setForTest(t, &testhook.RepairMemEntries, 20_000)
+	dir := t.TempDir()
+	n, b := filepath.Join(dir, "n.dets"), filepath.Join(dir, "b.dets")
+	tab, err := Open(n, Options{Format: Native, Kind: DuplicateBag, MinSlots: 1 << 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const keys = 35_000
+	batch := make([]etf.Term, 0, 1000)
+	for i := range keys {
+		batch = append(batch, etf.Tuple{etf.Int(i), etf.Int(1)}, etf.Tuple{etf.Int(i), etf.Int(2)})
+		if len(batch) == cap(batch) || i == keys-1 {
+			if err := tab.Insert(batch...); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	if err := tab.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Convert(n, b, OTP9, ConvertOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Objects != 2*keys || st.Keys != keys || !st.ExternalSort {
+		t.Fatalf("stats %+v, want 70,000 objects, 35,000 keys, an external sort", st)
+	}
+	if _, err := os.Stat(sortPath(b)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("%s left behind (%v)", sortPath(b), err)
+	}
+	out, err := Open(b, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if err := out.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 1234, keys - 1} {
+		objs, err := out.Lookup(etf.Int(i))
+		if err != nil || len(objs) != 2 || !etf.Equal(objs[0].(etf.Tuple)[1], etf.Int(1)) || !etf.Equal(objs[1].(etf.Tuple)[1], etf.Int(2)) {
+			t.Fatalf("Lookup(%d) = %v, %v", i, objs, err)
+		}
+	}
+	fi, err := os.Stat(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The size bound is an upper bound: just below the real size, the
+	// conversion is refused.
+	old := convertSizeLimit
+	t.Cleanup(func() { convertSizeLimit = old })
+	convertSizeLimit = fi.Size() - 1
+	if _, err := Convert(n, filepath.Join(dir, "c.dets"), OTP9, ConvertOptions{}); !errors.Is(err, ErrFormatLimit) {
+		t.Fatalf("Convert with the limit below the real size %d: %v, want ErrFormatLimit", fi.Size(), err)
 	}
 }
