@@ -3,6 +3,7 @@ package dets
 import (
 	"errors"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"testing"
@@ -286,5 +287,30 @@ func TestNativeCheckTilingLeak(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("a leaked cell was not found: %v", r.Problems)
+	}
+}
+
+// TestKeyOfRawGarbage: the key of a damaged record is decoded from bytes
+// that failed their checksum, so any bytes must give a key or none, never
+// a panic. Seeded; damaged copies of real objects and random bytes.
+func TestKeyOfRawGarbage(t *testing.T) {
+	rng := rand.New(rand.NewSource(testSeed(t)))
+	base, err := etf.Encode(etf.Tuple{etf.Binary("user:42"), etf.List{etf.Int(1), etf.Float(2.5)}, etf.Atom("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20000 {
+		b := append([]byte(nil), base...)
+		for range 1 + rng.Intn(4) {
+			b[rng.Intn(len(b))] = byte(rng.Intn(256))
+		}
+		if rng.Intn(4) == 0 {
+			b = b[:rng.Intn(len(b)+1)]
+		}
+		if rng.Intn(8) == 0 {
+			b = append([]byte{131}, make([]byte, rng.Intn(40))...)
+			rng.Read(b[1:])
+		}
+		keyOfRaw(b, 1+rng.Intn(3))
 	}
 }
