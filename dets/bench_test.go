@@ -236,9 +236,6 @@ func testHotPathAllocs(t *testing.T, format Format) {
 	if n > 0.15 {
 		t.Errorf("Insert (new keys): %v allocations an insert, want <= 0.15", n)
 	}
-	if format == Native {
-		return // no native traversal before step 5 of docs/format-native.md §16
-	}
 	// A scan decodes its objects into shared chunks: per {Key, Value}
 	// object, the boxing of the tuple and of its two binaries.
 	var total int

@@ -115,9 +115,6 @@ func (t *Table) InitTable(objs iter.Seq2[etf.Term, error]) error {
 		return err
 	}
 	defer t.mu.Unlock()
-	if err := t.nativeNotYet("InitTable"); err != nil {
-		return err
-	}
 	type item struct {
 		bulkObject
 		hash uint64
@@ -151,6 +148,9 @@ func (t *Table) InitTable(objs iter.Seq2[etf.Term, error]) error {
 		}
 	}
 	next := nextForKeys(nkeys, t.h.minSlots, t.h.maxSlots)
+	if t.lay.tag == tagNative {
+		next = nativeNextForKeys(nkeys, t.h.minSlots, t.h.maxSlots)
+	}
 	m, n := hashParamsFor(next)
 	for i := range items {
 		items[i].slot = slotOf(items[i].hash, m, n)
@@ -160,6 +160,16 @@ func (t *Table) InitTable(objs iter.Seq2[etf.Term, error]) error {
 	if err := t.beginWrite(); err != nil {
 		return t.fail(err)
 	}
+	if t.lay.tag == tagNative {
+		return t.fail(t.nativeRebuild(next, func(add func(bulkObject) error) error {
+			for _, it := range items {
+				if err := add(it.bulkObject); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
 	p := bulkParams{kind: t.kind, keyPos: t.keyPos, minSlots: t.h.minSlots, maxSlots: t.h.maxSlots, next: next}
 	return t.fail(t.build(p, func(yield func(bulkObject, error) bool) {
 		for _, it := range items {
@@ -168,4 +178,146 @@ func (t *Table) InitTable(objs iter.Seq2[etf.Term, error]) error {
 			}
 		}
 	}))
+}
+
+// nativeNextForKeys is nextForKeys for native: two keys a slot (the load
+// rule of docs/format-native.md §5.3), in 512-slot segments.
+func nativeNextForKeys(nkeys int64, minSlots, maxSlots uint64) uint64 {
+	n := uint64(nkeys+1) / 2
+	n = (n + nativeSlotsPerSeg - 1) / nativeSlotsPerSeg * nativeSlotsPerSeg
+	return min(max(n, minSlots), maxSlots)
+}
+
+// nativeRebuild replaces a native table's content with a new tree of
+// next slots holding the objects fill adds (in ascending slot order, each
+// slot's in time order), and checkpoints it: InitTable and
+// DeleteAllObjects (docs/format-native.md §10.2: checkpoints of a new
+// tree, not log records). The new buckets, segments and parts go into
+// free space only, and the old ones become pending, so until the new meta
+// is written the old meta and its log still describe the old content
+// intact: a kill at any point gives the old content or the new.
+func (t *Table) nativeRebuild(next uint64, fill func(add func(bulkObject) error) error) error {
+	nat := t.nat
+	// Read every segment first: a damaged one fails here, before anything
+	// changed.
+	for pg := range t.h.next / slotsPerSeg {
+		if _, err := t.segment(pg); err != nil {
+			return err
+		}
+	}
+	if err := t.nativeDropTree(); err != nil {
+		return fmt.Errorf("%w: %w", errInconsistent, err)
+	}
+	m, n := hashParamsFor(next)
+	t.h.next, t.h.m, t.h.n, t.h.noKeys, t.h.noObjects = next, m, n, 0, 0
+	nsegs := next / nativeSlotsPerSeg
+	nat.segs = make([]nativeChild, nsegs)
+	nat.parts = make([]nativeChild, (nsegs+nativeSegsPerPart-1)/nativeSegsPerPart)
+	t.segs = make([]int64, nsegs)
+	t.segCache = make([]*[slotsPerSeg]slotWord, next/slotsPerSeg)
+	for i := range t.segCache {
+		t.segCache[i] = new([slotsPerSeg]slotWord)
+	}
+	clear(nat.dirty)
+	for s := range nsegs {
+		nat.dirty[s] = struct{}{}
+	}
+	nat.rebuilt = true
+	t.changes++
+	var gs []group
+	cur, have := uint64(0), false
+	flush := func() error {
+		if len(gs) == 0 {
+			return nil
+		}
+		err := t.nativeBulkBucket(cur, gs)
+		gs = gs[:0]
+		return err
+	}
+	err := fill(func(o bulkObject) error {
+		if o.slot >= next || (have && o.slot < cur) {
+			return fmt.Errorf("%w: bulk build: object for slot %d after slot %d (next %d)", ErrInvalidOptions, o.slot, cur, next)
+		}
+		if !have || o.slot != cur {
+			if err := flush(); err != nil {
+				return err
+			}
+			cur, have = o.slot, true
+		}
+		var dk, do int
+		gs, dk, do = applyInsert(t.kind, gs, o.key, o.obj)
+		t.h.noKeys += uint64(dk)
+		t.h.noObjects += uint64(do)
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err == nil {
+		err = t.save(true)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", errInconsistent, err)
+	}
+	return nil
+}
+
+// nativeDropTree makes every bucket, segment and part of the current tree
+// pending (the root, free record and log blocks are the checkpoint's to
+// release). Every cache page must be loaded.
+func (t *Table) nativeDropTree() error {
+	nat := t.nat
+	a := nat.alloc
+	for _, pg := range t.segCache {
+		for _, w := range pg {
+			if w != 0 {
+				if err := a.release(nativeEntry(w)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, c := range slices.Concat(nat.segs, nat.parts) {
+		if c.off != 0 { // 0: a node growth added in this epoch, never written
+			if err := a.release(nativeBlockEntry(c.off, nativeMinBuddyClass)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// nativeBulkBucket writes the bucket of slot that holds gs into a new
+// cell or block, without a log record (the checkpoint that ends the
+// rebuild names it), and points the slot's cached entry at it.
+func (t *Table) nativeBulkBucket(slot uint64, gs []group) error {
+	nat := t.nat
+	size := uint64(nativeBucketHeader)
+	for i := range gs {
+		for j := range gs[i].objs {
+			size += uint64(nativeObjectRecordSize(len(gs[i].objs[j].enc)))
+		}
+	}
+	ne, err := nat.alloc.alloc(size)
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, t.path)
+	}
+	nat.seq++ // above every bucket of the old tree (§8)
+	h := nativeBucketHead{seq: nat.seq, slot: uint32(slot), level: t.nativeLevel(slot), size: size}
+	buf := slices.Grow(t.wbuf[:0], int(size))[:nativeBucketHeader]
+	h.encode(buf)
+	for i := range gs {
+		for j := range gs[i].objs {
+			buf = appendNativeObject(buf, gs[i].objs[j].enc)
+		}
+	}
+	t.wbuf = buf
+	if err := t.nativeCover(ne.off() + ne.room()); err != nil {
+		return err
+	}
+	if err := t.writeAt(buf, int64(ne.off())); err != nil {
+		return err
+	}
+	t.segCache[slot/slotsPerSeg][slot%slotsPerSeg] = slotWord(ne)
+	return nil
 }

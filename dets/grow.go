@@ -10,14 +10,17 @@ import (
 
 // Linear hashing (docs/format-otp9.md §6): the table grows one 256-slot segment at a time.
 
-// maybeGrow adds segments while there are more keys than slots (OTP's goal
-// slots >= keys, reached eagerly here) and the maximum allows.
+// maybeGrow adds segments while there are more keys than keysPerSlot
+// times the slots (otp9: OTP's goal slots >= keys, reached eagerly here;
+// native: two keys a slot, docs/format-native.md §5.3) and the maximum
+// allows. Tables never shrink here, in either format, as OTP's do not.
 func (t *Table) maybeGrow() error {
-	if t.lay.tag == tagNative {
-		return nil // growth of native tables is step 5: buckets just get longer
-	}
 	for t.h.noKeys > uint64(t.lay.keysPerSlot)*t.h.next && t.h.next < t.h.maxSlots {
-		if err := t.grow(); err != nil {
+		grow := t.grow
+		if t.lay.tag == tagNative {
+			grow = t.nativeGrow
+		}
+		if err := grow(); err != nil {
 			if errors.Is(err, ErrFileTooLarge) && !errors.Is(err, errInconsistent) {
 				return nil // no room for a segment: stay at this size
 			}

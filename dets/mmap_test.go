@@ -14,9 +14,11 @@ import (
 
 // TestMappedReadsSeeWrites interleaves writes (pwrite) with lookups that go
 // through the map once it exists, checking every answer against a map.
-func TestMappedReadsSeeWrites(t *testing.T) {
+func TestMappedReadsSeeWrites(t *testing.T) { forEachFormat(t, testMappedReadsSeeWrites) }
+
+func testMappedReadsSeeWrites(t *testing.T, format Format) {
 	rng := rand.New(rand.NewSource(testSeed(t)))
-	tab := openT(t, tmpFile(t, "m.dets"), Options{})
+	tab := openT(t, tmpFile(t, "m.dets"), Options{Format: format})
 	want := map[int64]int64{}
 	for i := range 5000 {
 		k := rng.Int63n(700)
@@ -272,9 +274,11 @@ func ckCrashImages(t *testing.T, r *otptest.Runner, kinds []Kind, imgs [][]byte,
 
 // TestMappedReadOnly: a read-only table maps the file read-only and reads
 // the same objects through the map as through pread.
-func TestMappedReadOnly(t *testing.T) {
+func TestMappedReadOnly(t *testing.T) { forEachFormat(t, testMappedReadOnly) }
+
+func testMappedReadOnly(t *testing.T, format Format) {
 	path := tmpFile(t, "ro.dets")
-	tab := mustOpen(t, path, Options{})
+	tab := mustOpen(t, path, Options{Format: format})
 	for i := range 500 {
 		if err := tab.Insert(tup(etf.Int(i), etf.Int(i*i))); err != nil {
 			t.Fatal(err)
@@ -283,7 +287,7 @@ func TestMappedReadOnly(t *testing.T) {
 	if err := tab.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ro := openT(t, path, Options{ReadOnly: true})
+	ro := openT(t, path, Options{Format: format, ReadOnly: true})
 	for round := range 2 {
 		for i := range 500 {
 			objs, err := ro.Lookup(etf.Int(i))
@@ -301,10 +305,12 @@ func TestMappedReadOnly(t *testing.T) {
 // targets) is never mapped and is read with pread; a mapped file that grows
 // past the span is read and written past it with pread and pwrite. The
 // span is lowered to 1 MiB so the test runs on every target.
-func TestMapLimitFallback(t *testing.T) {
+func TestMapLimitFallback(t *testing.T) { forEachFormat(t, testMapLimitFallback) }
+
+func testMapLimitFallback(t *testing.T, format Format) {
 	// The span of a 32-bit target, lowered further.
 	const span = 1 << 20
-	opts := withTuning(Options{}, func(tn *tuning) { tn.mapSpan = span })
+	opts := withTuning(Options{Format: format}, func(tn *tuning) { tn.mapSpan = span })
 	const n = 3000
 	val := bin(string(make([]byte, 500)))
 	lookupAll := func(tab *Table, upto int) {

@@ -14,9 +14,8 @@ import (
 // The native engine, step 4 of docs/format-native.md §16: create, open of
 // a file closed properly, the write path of §10.1 (a bucket into free
 // space plus a log record, no write in place) and the checkpoint of §10.3
-// for Sync and Close. Not built yet: growth (a native table keeps its
-// minSlots; buckets just get longer), recovery of a file not closed
-// properly (step 6) and repair (step 7).
+// for Sync and Close; growth is native_grow.go (step 5). Not built yet:
+// recovery of a file not closed properly (step 6) and repair (step 7).
 
 // nativeLayout is the native format's layout (§15.1).
 var nativeLayout = layout{
@@ -60,6 +59,14 @@ type nativeState struct {
 	// lookup's parse buffers, reused under t.mu.
 	lgs   []group
 	lobjs []object
+
+	// rebuilt: the tree was replaced (nativeRebuild), so the next
+	// checkpoint runs even without log records.
+	rebuilt bool
+
+	// A growth step's plan and object records (nativeGrow), reused.
+	growPlan []nativeSplit
+	growBuf  []byte
 }
 
 // nativeLogBlockClass is the buddy class of a log block (nativeLogBlockSize).
@@ -265,7 +272,7 @@ func (t *Table) nativeBeginWrite() error {
 // nativeLevel is the level of slot's bucket (§9).
 func (t *Table) nativeLevel(slot uint64) uint8 {
 	l := uint8(bits.Len64(t.h.m) - 1)
-	if slot < t.h.n {
+	if slot < t.h.n || slot >= t.h.m { // split already: mask 2M-1
 		l++
 	}
 	return l
@@ -480,10 +487,11 @@ func (t *Table) writeRec(r *nativeLogRec) error {
 // and releases the quarantine.
 func (t *Table) nativeSave(durable bool) error {
 	nat := t.nat
-	if nat.records == 0 {
+	if nat.records == 0 && !nat.rebuilt {
 		t.dirty = false
 		return nil
 	}
+	nat.rebuilt = false
 	a := nat.alloc
 	m := nat.meta
 	type node struct {
@@ -541,15 +549,15 @@ func (t *Table) nativeSave(durable bool) error {
 		lo := p * nativeSegsPerPart
 		nat.parts[p] = nativeChild{off, encodeNativePart(b, nat.segs[lo:min(lo+nativeSegsPerPart, len(nat.segs))])}
 	}
-	rk := blockClassFor(m.rootLen)
-	rootOff, err := a.allocBlock(rk)
+	rootLen := nativeRootLen(t.h.next) // growth may have added parts
+	rootOff, err := a.allocBlock(blockClassFor(rootLen))
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, t.path)
 	}
-	root := make([]byte, m.rootLen)
+	root := make([]byte, rootLen)
 	rootSum := encodeNativeRoot(root, nat.parts)
 	nodes = append(nodes, node{rootOff, root})
-	for _, e := range []nativeEntry{nativeBlockEntry(m.rootOff, rk), nativeBlockEntry(m.freeOff, blockClassFor(m.freeLen))} {
+	for _, e := range []nativeEntry{nativeBlockEntry(m.rootOff, blockClassFor(m.rootLen)), nativeBlockEntry(m.freeOff, blockClassFor(m.freeLen))} {
 		if err := a.release(e); err != nil {
 			return err
 		}
@@ -597,7 +605,7 @@ func (t *Table) nativeSave(durable bool) error {
 	}
 	nm := nativeMeta{fileID: m.fileID, gen: m.gen + 1, seq: nat.seq, next: t.h.next, m: t.h.m, n: t.h.n,
 		noObjects: t.h.noObjects, noKeys: t.h.noKeys, dataEnd: dataEnd,
-		rootOff: rootOff, rootLen: m.rootLen, rootSum: rootSum,
+		rootOff: rootOff, rootLen: rootLen, rootSum: rootSum,
 		freeOff: freeOff, freeLen: uint64(len(rec)), freeSum: nativeNodeSum(rec), verifiedGen: m.verifiedGen}
 	if !durable {
 		nm.flags |= 1
@@ -647,14 +655,4 @@ func (t *Table) nativeGroups(b []byte, e slotEntry) ([]group, slotEntry, error) 
 		}
 	}
 	return gs, e, nil
-}
-
-// nativeNotYet refuses op on a native table while the engine lacks it
-// (docs/format-native.md §16, step 5): ErrNotSupported rather than a
-// result computed by otp9's code.
-func (t *Table) nativeNotYet(op string) error {
-	if t.lay.tag != tagNative {
-		return nil
-	}
-	return fmt.Errorf("%w: %s: %s of a native table is not built yet", ErrNotSupported, t.path, op)
 }

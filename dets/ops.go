@@ -423,8 +423,11 @@ func (t *Table) DeleteAllObjects() error {
 		return err
 	}
 	defer t.mu.Unlock()
-	if err := t.nativeNotYet("DeleteAllObjects"); err != nil {
-		return err
+	if t.lay.tag == tagNative {
+		if err := t.beginWrite(); err != nil {
+			return t.fail(err)
+		}
+		return t.fail(t.nativeRebuild(t.h.minSlots, func(func(bulkObject) error) error { return nil }))
 	}
 	// Clear the closed flag (and fsync) first: otherwise a crash could
 	// keep the old "closed properly" header over the new layout.

@@ -33,7 +33,9 @@ func wantLookup(t *testing.T, tab *Table, key etf.Term, want ...etf.Term) {
 	}
 }
 
-func TestSetSemantics(t *testing.T) {
+func TestSetSemantics(t *testing.T) { forEachFormat(t, testSetSemantics) }
+
+func testSetSemantics(t *testing.T, format Format) {
 	forEachFormat(t, func(t *testing.T, format Format) {
 		tab := openT(t, tmpFile(t, "s.dets"), Options{Format: format, Kind: Set})
 		must(t, tab.Insert(tup(etf.Int(1), bin("a")), tup(etf.Float(1), bin("f"))))
@@ -70,7 +72,9 @@ func TestSetSemantics(t *testing.T) {
 	})
 }
 
-func TestBagSemantics(t *testing.T) {
+func TestBagSemantics(t *testing.T) { forEachFormat(t, testBagSemantics) }
+
+func testBagSemantics(t *testing.T, format Format) {
 	forEachFormat(t, func(t *testing.T, format Format) {
 		tab := openT(t, tmpFile(t, "b.dets"), Options{Format: format, Kind: Bag})
 		k := etf.Atom("k")
@@ -95,7 +99,9 @@ func TestBagSemantics(t *testing.T) {
 	})
 }
 
-func TestDuplicateBagSemantics(t *testing.T) {
+func TestDuplicateBagSemantics(t *testing.T) { forEachFormat(t, testDuplicateBagSemantics) }
+
+func testDuplicateBagSemantics(t *testing.T, format Format) {
 	forEachFormat(t, func(t *testing.T, format Format) {
 		tab := openT(t, tmpFile(t, "d.dets"), Options{Format: format, Kind: DuplicateBag})
 		k := etf.Atom("k")
@@ -204,8 +210,10 @@ func TestBadObjects(t *testing.T) {
 
 // TestFirstNextAndAll is otp9-only until native traversal (step 5 of
 // docs/format-native.md §16).
-func TestFirstNextAndAll(t *testing.T) {
-	tab := openT(t, tmpFile(t, "fn.dets"), Options{Kind: Bag})
+func TestFirstNextAndAll(t *testing.T) { forEachFormat(t, testFirstNextAndAll) }
+
+func testFirstNextAndAll(t *testing.T, format Format) {
+	tab := openT(t, tmpFile(t, "fn.dets"), Options{Format: format, Kind: Bag})
 	var want []etf.Term
 	for i := range 1000 {
 		o := tup(etf.Int(i%300), etf.Int(i))
@@ -237,17 +245,17 @@ func TestFirstNextAndAll(t *testing.T) {
 	}
 }
 
-// TestDeleteAllObjectsAndReopen is otp9-only until native
-// DeleteAllObjects (step 5 of docs/format-native.md §16).
-func TestDeleteAllObjectsAndReopen(t *testing.T) {
+func TestDeleteAllObjectsAndReopen(t *testing.T) { forEachFormat(t, testDeleteAllObjectsAndReopen) }
+
+func testDeleteAllObjectsAndReopen(t *testing.T, format Format) {
 	path := tmpFile(t, "da.dets")
-	tab, err := Open(path, Options{Kind: DuplicateBag, MinSlots: 1000})
+	tab, err := Open(path, Options{Kind: DuplicateBag, MinSlots: 1000, Format: format})
 	must(t, err)
 	for i := range 3000 {
 		must(t, tab.Insert(tup(etf.Int(i), bin(fmt.Sprint(i)))))
 	}
 	info, _ := tab.Info()
-	if info.NoSlots.Next < 3000 || info.NoSlots.Min != 1024 {
+	if info.NoSlots.Next*int(tab.lay.keysPerSlot) < 3000 || info.NoSlots.Min != 1024 {
 		t.Fatalf("no growth: %+v", info.NoSlots)
 	}
 	mustCheck(t, tab)

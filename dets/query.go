@@ -14,8 +14,11 @@ import (
 // A query reads its candidates in one of two ways, as OTP does. When every
 // clause head fixes the key (Spec.BoundKeys), only those keys are looked
 // up, each as Lookup reads it. Otherwise every object is read once, by the
-// traversal All uses, and the spec is run on each. Both ways go through
-// the table's public reads (Lookup, All) and DeleteObject, so queries
+// traversal All uses, and the spec is run on each; when the spec's heads
+// and guards can be tested on the bytes (matchspec's RejectsRaw), the scan
+// goes through RawAll and decodes only the objects that test keeps, which
+// for a selective query is most of the cost saved (scanFor). Both ways go
+// through the table's public reads (Lookup, All, RawAll) and DeleteObject, so queries
 // share their locking, their error handling and, for the deletes, their
 // crash safety.
 //
@@ -228,7 +231,14 @@ func (t *Table) collect(s *matchspec.Spec) ([]etf.Term, error) {
 		}
 		return out, nil
 	}
-	for o, err := range t.All() {
+	return t.collectScan(s)
+}
+
+// collectScan is collect's scan, apart so that the loop's closure does not
+// move a bound-key query's variables to the heap.
+func (t *Table) collectScan(s *matchspec.Spec) ([]etf.Term, error) {
+	var out []etf.Term
+	for o, err := range t.scanFor(s) {
 		if err != nil {
 			return nil, err
 		}
@@ -262,7 +272,7 @@ func (t *Table) candidates(s *matchspec.Spec) iter.Seq2[etf.Term, error] {
 		return errorSeq(err)
 	}
 	if !bound {
-		return t.All()
+		return t.scanFor(s)
 	}
 	return func(yield func(etf.Term, error) bool) {
 		for _, k := range keys {
@@ -313,10 +323,16 @@ func (t *Table) deleteAll() (int, error) {
 		return 0, err
 	}
 	defer t.mu.Unlock()
-	if err := t.nativeNotYet("a delete of every object"); err != nil {
-		return 0, err
-	}
 	n := int(t.h.noObjects)
+	if t.lay.tag == tagNative {
+		if err := t.beginWrite(); err != nil {
+			return 0, t.fail(err)
+		}
+		if err := t.fail(t.nativeRebuild(t.h.minSlots, func(func(bulkObject) error) error { return nil })); err != nil {
+			return 0, err
+		}
+		return n, nil
+	}
 	if err := t.markDirty(); err != nil {
 		return 0, t.fail(err)
 	}

@@ -72,7 +72,9 @@ func queryTable(t *testing.T, kind Kind, objs ...string) *Table {
 	return tab
 }
 
-func TestQueriesEachKind(t *testing.T) {
+func TestQueriesEachKind(t *testing.T) { forEachFormat(t, testQueriesEachKind) }
+
+func testQueriesEachKind(t *testing.T, format Format) {
 	objs := []string{"{a, 1, x}", "{a, 2, y}", "{b, 1, x}", "{c, 3, z}", "{a, 2, y}"}
 	for _, c := range []struct {
 		kind Kind
@@ -146,6 +148,10 @@ func TestQueriesEachKind(t *testing.T) {
 // TestSelectDeleteResultMustBeTrue: only the atom true deletes; any other
 // result, truthy or not, keeps the object, as in OTP.
 func TestSelectDeleteResultMustBeTrue(t *testing.T) {
+	forEachFormat(t, testSelectDeleteResultMustBeTrue)
+}
+
+func testSelectDeleteResultMustBeTrue(t *testing.T, format Format) {
 	tab := queryTable(t, Set, "{1, a}", "{2, b}", "{3, c}")
 	n, err := tab.SelectDelete(parseT(t, "[{{'$1', a}, [], [yes]}, {{'$1', b}, [], ['$_']}, {{'$1', c}, [], [true]}]"))
 	must(t, err)
@@ -157,7 +163,9 @@ func TestSelectDeleteResultMustBeTrue(t *testing.T) {
 
 // TestMatchDeleteDuplicates: a duplicate bag's copies all go, and each
 // counts, as OTP's select_delete counts them.
-func TestMatchDeleteDuplicates(t *testing.T) {
+func TestMatchDeleteDuplicates(t *testing.T) { forEachFormat(t, testMatchDeleteDuplicates) }
+
+func testMatchDeleteDuplicates(t *testing.T, format Format) {
 	tab := queryTable(t, DuplicateBag, "{k, 1}", "{k, 1}", "{k, 2}", "{j, 1}", "{k, 1}")
 	n, err := tab.MatchDelete(parseT(t, "{'_', 1}"))
 	must(t, err)
@@ -175,8 +183,10 @@ func TestMatchDeleteDuplicates(t *testing.T) {
 
 // TestSelectDeleteAllResets: [{'_',[],[true]}] empties the table down to
 // its minimum slot count, as OTP's delete_all_objects shortcut does.
-func TestSelectDeleteAllResets(t *testing.T) {
-	tab := openT(t, tmpFile(t, "all.dets"), Options{})
+func TestSelectDeleteAllResets(t *testing.T) { forEachFormat(t, testSelectDeleteAllResets) }
+
+func testSelectDeleteAllResets(t *testing.T, format Format) {
+	tab := openT(t, tmpFile(t, "all.dets"), Options{Format: format})
 	for i := range 3000 {
 		must(t, tab.Insert(tup(etf.Int(i), etf.Int(i))))
 	}
@@ -199,15 +209,19 @@ func TestSelectDeleteAllResets(t *testing.T) {
 // buckets of its keys, so a damaged bucket elsewhere does not stop it,
 // while a scan reports it.
 func TestQueryBoundKeysReadOnlyTheirSlots(t *testing.T) {
+	forEachFormat(t, testQueryBoundKeysReadOnlyTheirSlots)
+}
+
+func testQueryBoundKeysReadOnlyTheirSlots(t *testing.T, format Format) {
 	path := tmpFile(t, "bound.dets")
-	tab := openT(t, path, Options{})
+	tab := openT(t, path, Options{Format: format})
 	for i := range 64 {
 		must(t, tab.Insert(tup(etf.Int(i), bin("value"))))
 	}
 	// Damage the bucket of key 7 in place: its object's body becomes
 	// undecodable while the bucket header stays intact.
 	tab.mu.Lock()
-	slot := tab.slotFor(keyHash(etf.Int(7)))
+	slot := tab.slotFor(tab.hashKey(etf.Int(7)))
 	e, err := tab.entry(slot)
 	tab.mu.Unlock()
 	must(t, err)
@@ -217,12 +231,12 @@ func TestQueryBoundKeysReadOnlyTheirSlots(t *testing.T) {
 		raw[i] = 0xff
 	}
 	must(t, os.WriteFile(path, raw, 0o644))
-	tab, err = Open(path, Options{ReadOnly: true})
+	tab, err = Open(path, Options{Format: format, ReadOnly: true})
 	must(t, err)
 	t.Cleanup(func() { tab.Close() })
 
 	other := 8
-	if tab.slotFor(keyHash(etf.Int(int64(other)))) == slot {
+	if tab.slotFor(tab.hashKey(etf.Int(int64(other)))) == slot {
 		other = 9
 	}
 	got, err := tab.MatchObject(tup(etf.Int(int64(other)), etf.Atom("_")))
@@ -239,7 +253,9 @@ func TestQueryBoundKeysReadOnlyTheirSlots(t *testing.T) {
 
 // TestQueryNumericKeysLikeOTP: bound keys that are == but not =:= (1 and
 // 1.0) are looked up once, the last clause's, as dets does (lists:usort).
-func TestQueryNumericKeysLikeOTP(t *testing.T) {
+func TestQueryNumericKeysLikeOTP(t *testing.T) { forEachFormat(t, testQueryNumericKeysLikeOTP) }
+
+func testQueryNumericKeysLikeOTP(t *testing.T, format Format) {
 	tab := queryTable(t, Set, "{1, int}", "{1.0, float}")
 	got, err := tab.Select(parseT(t, "[{{1, '$1'}, [], ['$1']}, {{1.0, '$1'}, [], ['$1']}]"))
 	wantTerms(t, "keys 1, 1.0", got, err, "float")
@@ -249,13 +265,15 @@ func TestQueryNumericKeysLikeOTP(t *testing.T) {
 	wantTerms(t, "key 1", got, err, "{1, int}")
 }
 
-func TestQueryReadOnlyRefusesDeletes(t *testing.T) {
+func TestQueryReadOnlyRefusesDeletes(t *testing.T) { forEachFormat(t, testQueryReadOnlyRefusesDeletes) }
+
+func testQueryReadOnlyRefusesDeletes(t *testing.T, format Format) {
 	path := tmpFile(t, "ro.dets")
-	tab := openT(t, path, Options{})
+	tab := openT(t, path, Options{Format: format})
 	must(t, tab.Insert(tup(etf.Int(1), etf.Int(2))))
 	must(t, tab.Close())
 	hash := fileHash(t, path)
-	ro := openT(t, path, Options{ReadOnly: true})
+	ro := openT(t, path, Options{Format: format, ReadOnly: true})
 	for name, del := range map[string]func() (int, error){
 		"SelectDelete":     func() (int, error) { return ro.SelectDelete(parseT(t, "[{{'_', 2}, [], [true]}]")) },
 		"SelectDelete all": func() (int, error) { return ro.SelectDelete(parseT(t, "[{'_', [], [true]}]")) },
@@ -272,7 +290,9 @@ func TestQueryReadOnlyRefusesDeletes(t *testing.T) {
 	}
 }
 
-func TestQueryBadSpec(t *testing.T) {
+func TestQueryBadSpec(t *testing.T) { forEachFormat(t, testQueryBadSpec) }
+
+func testQueryBadSpec(t *testing.T, format Format) {
 	tab := queryTable(t, Set, "{1, 2}")
 	for _, text := range []string{"not_a_list", "[{'_', [], []}]", "[{'_'}]", "[{'_', notalist, [true]}]"} {
 		ms := parseT(t, text)
@@ -297,7 +317,11 @@ func TestQueryBadSpec(t *testing.T) {
 // TestQuerySeqStopsAndAllowsWrites: the iterator stops when the loop
 // breaks, and its body may write to the table.
 func TestQuerySeqStopsAndAllowsWrites(t *testing.T) {
-	tab := openT(t, tmpFile(t, "seq.dets"), Options{})
+	forEachFormat(t, testQuerySeqStopsAndAllowsWrites)
+}
+
+func testQuerySeqStopsAndAllowsWrites(t *testing.T, format Format) {
+	tab := openT(t, tmpFile(t, "seq.dets"), Options{Format: format})
 	for i := range 500 {
 		must(t, tab.Insert(tup(etf.Int(i), etf.Int(i%2))))
 	}
@@ -329,11 +353,13 @@ func TestQuerySeqStopsAndAllowsWrites(t *testing.T) {
 // its pattern, finding its key, running it and one Lookup cost, plus its
 // result slice; the query layer
 // adds no allocations of its own (iterators, key lists, spec wrappers).
-func TestQueryBoundKeyAllocs(t *testing.T) {
+func TestQueryBoundKeyAllocs(t *testing.T) { forEachFormat(t, testQueryBoundKeyAllocs) }
+
+func testQueryBoundKeyAllocs(t *testing.T, format Format) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under the race detector")
 	}
-	tab := openT(t, tmpFile(t, "qallocs.dets"), Options{})
+	tab := openT(t, tmpFile(t, "qallocs.dets"), Options{Format: format})
 	for i := range 1000 {
 		must(t, tab.Insert(benchObj(i)))
 	}
@@ -386,12 +412,14 @@ func TestQueryBoundKeyAllocs(t *testing.T) {
 // TestMatchObjectKeyShortcut: MatchObject's shortcut for {Key, '_', ...}
 // returns what the compiled pattern returns, for every kind, for keys of
 // each type it takes and for patterns it must leave to the compiler.
-func TestMatchObjectKeyShortcut(t *testing.T) {
+func TestMatchObjectKeyShortcut(t *testing.T) { forEachFormat(t, testMatchObjectKeyShortcut) }
+
+func testMatchObjectKeyShortcut(t *testing.T, format Format) {
 	keys := []etf.Term{etf.Int(1), etf.Float(1), etf.Float(0), etf.Float(-0.0 * -1), parseT(t, "123456789012345678901234567890"),
 		bin("k"), etf.Atom("a"), etf.Atom("$1"), etf.Atom("_"), tup(etf.Int(1)), etf.List{etf.Int(1)}}
 	for _, kind := range allKinds {
 		t.Run(kind.String(), func(t *testing.T) {
-			tab := openT(t, tmpFile(t, "short.dets"), Options{Kind: kind})
+			tab := openT(t, tmpFile(t, "short.dets"), Options{Format: format, Kind: kind})
 			for i, k := range keys {
 				must(t, tab.Insert(tup(k, etf.Int(int64(i))), tup(k, etf.Int(int64(i)), etf.Atom("three")), tup(k, etf.Int(int64(i)))))
 			}

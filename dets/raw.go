@@ -32,8 +32,8 @@ func (t *Table) LookupRaw(key []byte, fn func(obj []byte) error) error {
 		return err
 	}
 	defer t.mu.Unlock()
-	if err := t.nativeNotYet("LookupRaw"); err != nil {
-		return err
+	if t.lay.tag == tagNative {
+		return t.nativeLookupRaw(key, fn)
 	}
 	ka, hv, err := rawKey(key)
 	if err != nil {
@@ -219,11 +219,9 @@ func holdsKey(enc []byte, keyPos int) bool {
 // a callback's would.
 func (t *Table) RawAll() iter.Seq2[[]byte, error] {
 	return func(yield func([]byte, error) bool) {
-		if t != nil { // t.lay is fixed from the open on
-			if err := t.nativeNotYet("a raw traversal"); err != nil {
-				yield(nil, err)
-				return
-			}
+		if t != nil && t.lay.tag == tagNative { // t.lay is fixed from the open on
+			t.nativeRawAll(yield)
+			return
 		}
 		st := scanPool.Get().(*scanState)
 		st.raw = true
@@ -326,11 +324,11 @@ func (t *Table) InsertRaw(obj []byte) error {
 		return err
 	}
 	defer t.mu.Unlock()
-	if err := t.nativeNotYet("InsertRaw"); err != nil {
-		return err
-	}
 	sc := getScratch()
 	defer putScratch(sc)
+	if t.lay.tag == tagNative {
+		return t.nativeInsertRaw(sc, obj)
+	}
 	p, err := t.prepareRaw(obj)
 	if err != nil {
 		return err
@@ -372,3 +370,94 @@ func (t *Table) prepareRaw(obj []byte) (prepared, error) {
 // compressedTag follows the version byte of a compressed encoding
 // (COMPRESSED_EXT), whose body cannot be hashed or compared as bytes.
 const compressedTag = 80
+
+// nativeLookupRaw is LookupRaw on a native table. The key hash covers the
+// key's canonical encoding (docs/format-native.md §9), so the key is
+// decoded and encoded again: any valid encoding of it finds its objects.
+// parseNative verifies every object of the bucket, as rawCheck would.
+func (t *Table) nativeLookupRaw(key []byte, fn func(obj []byte) error) error {
+	var ka keyArg
+	if err := etf.Validate(key); err == nil && canonicalKey(key) {
+		ka.enc = key[1:] // the common key shapes: no decoding
+	} else {
+		k, err := rawKeyTerm(key)
+		if err != nil {
+			return err
+		}
+		if ka = t.keyArg(k); ka.enc == nil {
+			return fmt.Errorf("%w: key cannot be encoded", ErrBadArgument)
+		}
+	}
+	slot := t.slotFor(nativeKeyHash(ka.enc))
+	e, err := t.entry(slot)
+	if err != nil || e.size == 0 {
+		return err
+	}
+	b, err := t.readBucket(slot, e)
+	if err != nil {
+		return err
+	}
+	nat := t.nat
+	gs, objs, err := t.parseNative(b, e, nat.lgs, nat.lobjs)
+	nat.lgs, nat.lobjs = gs, objs
+	if err != nil {
+		return err
+	}
+	i, found := findGroup(gs, &ka, t.keyPos)
+	if !found {
+		return nil
+	}
+	for _, o := range gs[i].objs {
+		if err := fn(o.enc[:len(o.enc):len(o.enc)]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rawKeyTerm checks a key encoding and decodes it.
+func rawKeyTerm(key []byte) (etf.Term, error) {
+	if err := etf.Validate(key); err != nil {
+		return nil, fmt.Errorf("%w: key is not a term encoding: %w", ErrBadArgument, err)
+	}
+	k, err := decodeTerm(key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: key is not a term encoding: %w", ErrBadArgument, err)
+	}
+	return k, nil
+}
+
+// nativeInsertRaw is InsertRaw on a native table: the object is decoded
+// and stored in its canonical encoding, as Insert stores it, since the
+// native key hash and the stored-object checks rely on that form (§6.3).
+func (t *Table) nativeInsertRaw(sc *opScratch, obj []byte) error {
+	if err := etf.Validate(obj); err != nil {
+		return fmt.Errorf("%w: object 0: %w", ErrBadObject, err)
+	}
+	term, err := decodeTerm(obj)
+	if err != nil {
+		return fmt.Errorf("%w: object 0: %w", ErrBadObject, err)
+	}
+	ps, err := t.prepareInto(sc, []etf.Term{term})
+	if err != nil {
+		return err
+	}
+	return t.fail(t.insertPrepared(sc, ps))
+}
+
+// canonicalKey reports whether the valid encoding enc is already in
+// etf.Encode's form, for the common key shapes only (small integers,
+// 32-bit integers, binaries); other keys are decoded and encoded again.
+func canonicalKey(enc []byte) bool {
+	const smallInt, integer, binary = 97, 98, 109 // SMALL_INTEGER_EXT, INTEGER_EXT, BINARY_EXT
+	switch {
+	case len(enc) == 3 && enc[1] == smallInt:
+		return true
+	case len(enc) == 6 && enc[1] == integer:
+		v := int32(be.Uint32(enc[2:]))
+		return v < 0 || v > 255
+	case len(enc) >= 6 && enc[1] == binary:
+		return uint64(len(enc)) == 6+uint64(be.Uint32(enc[2:]))
+	}
+	return false
+}

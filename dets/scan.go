@@ -151,11 +151,9 @@ func (st *scanState) release() {
 // safe_fixtable. An error ends the iteration.
 func (t *Table) All() iter.Seq2[etf.Term, error] {
 	return func(yield func(etf.Term, error) bool) {
-		if t != nil { // t.lay is fixed from the open on
-			if err := t.nativeNotYet("a traversal"); err != nil {
-				yield(nil, err)
-				return
-			}
+		if t != nil && t.lay.tag == tagNative { // t.lay is fixed from the open on
+			t.nativeAll(yield)
+			return
 		}
 		st := scanPool.Get().(*scanState)
 		defer st.release()

@@ -35,7 +35,7 @@ func objectPtrs(t testing.TB, tab *Table, objs []etf.Term) map[string]int64 {
 	m := make(map[string]int64, len(objs))
 	for _, o := range objs {
 		k, _ := keyOf(o, tab.keyPos)
-		e, err := tab.entry(tab.slotFor(keyHash(k)))
+		e, err := tab.entry(tab.slotFor(tab.hashKey(k)))
 		if err != nil || e.size == 0 {
 			t.Fatalf("no bucket for key %v: %v", k, err)
 		}
@@ -55,12 +55,14 @@ func encKey(t testing.TB, k etf.Term) string {
 // TestAllFileOrder: on tables built by single inserts (scattered buckets),
 // All yields exactly the model's objects, in ascending bucket address (one
 // window), each bucket's objects together.
-func TestAllFileOrder(t *testing.T) {
+func TestAllFileOrder(t *testing.T) { forEachFormat(t, testAllFileOrder) }
+
+func testAllFileOrder(t *testing.T, format Format) {
 	seed := testSeed(t)
 	for _, kind := range []Kind{Set, Bag, DuplicateBag} {
 		t.Run(kind.String(), func(t *testing.T) {
 			r := rand.New(rand.NewSource(seed))
-			tab := openT(t, tmpFile(t, "order.dets"), Options{Kind: kind})
+			tab := openT(t, tmpFile(t, "order.dets"), Options{Format: format, Kind: kind})
 			m := newModel(kind)
 			for range 3000 {
 				o := tup(etf.Int(r.Intn(1500)), etf.Int(r.Intn(3)))
@@ -127,6 +129,9 @@ func testAllWindows(t *testing.T, windows func(Options) Options) {
 	}
 	if len(got) != len(all) {
 		t.Fatalf("All gave %d objects, want %d", len(got), len(all))
+	}
+	if tab.lay.tag == tagNative {
+		return // native goes by address within each window of scanSlots slots only
 	}
 	// Nothing changed meanwhile: ascending addresses throughout.
 	ptrs := objectPtrs(t, tab, got)
@@ -260,8 +265,10 @@ func testAllDeleteAllObjects(t *testing.T, windows func(Options) Options) {
 }
 
 // TestAllBreak: stopping early, then scanning again, works.
-func TestAllBreak(t *testing.T) {
-	tab := openT(t, tmpFile(t, "break.dets"), Options{})
+func TestAllBreak(t *testing.T) { forEachFormat(t, testAllBreak) }
+
+func testAllBreak(t *testing.T, format Format) {
+	tab := openT(t, tmpFile(t, "break.dets"), Options{Format: format})
 	for i := range 500 {
 		must(t, tab.Insert(tup(etf.Int(i))))
 	}
@@ -342,10 +349,12 @@ func TestAllCorruptBucket(t *testing.T) {
 // it, while freed memory is reused for garbage. The objects are mostly
 // {Binary, Binary}, which the decoder builds from shared chunks, so a few
 // kept objects are all that keeps their chunks alive. Seeded: -seed.
-func TestAllObjectsOutliveScan(t *testing.T) {
+func TestAllObjectsOutliveScan(t *testing.T) { forEachFormat(t, testAllObjectsOutliveScan) }
+
+func testAllObjectsOutliveScan(t *testing.T, format Format) {
 	defer debug.SetGCPercent(debug.SetGCPercent(5))
 	r := rand.New(rand.NewSource(testSeed(t)))
-	tab, err := Open(tmpFile(t, "outlive.dets"), Options{})
+	tab, err := Open(tmpFile(t, "outlive.dets"), Options{Format: format})
 	must(t, err)
 	want := map[string]etf.Term{}
 	for i := range 6000 {
@@ -497,12 +506,18 @@ func TestAllCorruptLaterObject(t *testing.T) {
 // test opens its table with windows(its options).
 func forScanWindows(t *testing.T, test func(t *testing.T, windows func(Options) Options)) {
 	t.Parallel()
-	t.Run("windows=default", func(t *testing.T) {
-		test(t, func(o Options) Options { return o })
-	})
-	t.Run("windows=small", func(t *testing.T) {
-		test(t, func(o Options) Options {
-			return withTuning(o, func(tn *tuning) { tn.scanWindowKeys = 40 })
+	forEachFormat(t, func(t *testing.T, format Format) {
+		t.Run("windows=default", func(t *testing.T) {
+			test(t, func(o Options) Options { o.Format = format; return o })
+		})
+		if format == Native {
+			return // native windows go by slot; scanWindowKeys is otp9's
+		}
+		t.Run("windows=small", func(t *testing.T) {
+			test(t, func(o Options) Options {
+				o.Format = format
+				return withTuning(o, func(tn *tuning) { tn.scanWindowKeys = 40 })
+			})
 		})
 	})
 }

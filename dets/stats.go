@@ -1,6 +1,7 @@
 package dets
 
 import (
+	"bytes"
 	"fmt"
 	"math/bits"
 
@@ -19,17 +20,20 @@ type Stats struct {
 	// LoadFactor is Keys / Slots.Next. OTP grows a table by one segment
 	// of 256 slots while it has more keys than slots and the maximum
 	// allows, so a sound table has a load factor of at most 1 unless it
-	// is at Slots.Max (GrowthDue tells the exception).
+	// is at Slots.Max (GrowthDue tells the exception). A native table
+	// grows at two keys a slot, so its bound is 2.
 	LoadFactor float64
-	// GrowthDue: more keys than slots below the maximum, so the next
-	// write by OTP (or by this package) adds segments.
+	// GrowthDue: more keys than slots (native: twice the slots) below
+	// the maximum, so the next write by OTP (or by this package) adds
+	// segments.
 	GrowthDue bool
 
 	// BucketObjects is a histogram of buckets by objects per bucket,
 	// empty slots included (the first bin counts them).
 	BucketObjects []Bin
 	// BucketClasses are the buckets per buddy size class (block size a
-	// power of two), ascending; only classes that have buckets.
+	// power of two), ascending; only classes that have buckets. A native
+	// bucket in a cell counts in the smallest class that holds the cell.
 	BucketClasses []SizeClass
 	// FreeClasses are the free blocks per buddy size class, ascending;
 	// only classes that have blocks.
@@ -41,7 +45,9 @@ type Stats struct {
 	// by free blocks that a compaction would give back.
 	Fragmentation float64
 	// BlockBytes is the bytes of the blocks that hold buckets (each a
-	// power of two); BucketBytes the bytes the buckets use of them.
+	// power of two; native: cells and blocks, §7.2 of
+	// docs/format-native.md); BucketBytes the bytes the buckets use of
+	// them.
 	BlockBytes, BucketBytes int64
 
 	// LargestObject is the size in bytes of the largest object's
@@ -72,14 +78,17 @@ func (t *Table) Stats() (Stats, error) {
 		return Stats{}, err
 	}
 	defer t.mu.Unlock()
-	if err := t.nativeNotYet("Stats"); err != nil {
-		return Stats{}, err
-	}
 	w := statsWalk{t: t}
 	if err := w.buckets(); err != nil {
 		return Stats{}, err
 	}
-	w.freeBlocks()
+	if t.lay.tag == tagNative {
+		if err := w.nativeFree(); err != nil {
+			return Stats{}, err
+		}
+	} else {
+		w.freeBlocks()
+	}
 	return w.result(), nil
 }
 
@@ -96,7 +105,7 @@ type statsWalk struct {
 func (w *statsWalk) buckets() error {
 	t := w.t
 	w.perSize = map[int64]int64{}
-	for s := range uint64(len(t.segs)) {
+	for s := range t.h.next / slotsPerSeg { // cache pages: a native segment is two
 		seg, err := t.segment(s)
 		if err != nil {
 			return err
@@ -115,14 +124,22 @@ func (w *statsWalk) buckets() error {
 			if err != nil {
 				return err
 			}
-			n, err := w.bucket(int64(slot), body)
+			var n int64
+			used, block := e.size, pow2ceil(e.size)
+			if t.lay.tag == tagNative {
+				// A native entry's size is its cell's or block's; the
+				// bucket's own size is in its header.
+				n, err = w.nativeBucket(int64(slot), e, body)
+				used, block = int64(len(body)), e.size
+			} else {
+				n, err = w.bucket(int64(slot), body)
+			}
 			if err != nil {
 				return corrupt(t.path, "bucket", int64(e.ptr), "slot %d: %v", slot, err)
 			}
 			w.perSize[n]++
 			w.st.Buckets++
-			w.st.BucketBytes += int64(e.size)
-			block := pow2ceil(int64(e.size))
+			w.st.BucketBytes += used
 			w.st.BlockBytes += block
 			w.classes[log2ceil(block)]++
 		}
@@ -207,6 +224,68 @@ func (w *statsWalk) keySize(enc []byte) (int64, error) {
 	return int64(n - 1), err // without the version byte, as keySpan
 }
 
+// nativeBucket is bucket for a native bucket (b: header included), whose
+// objects walkNativeBucket verifies; a key's objects are adjacent.
+func (w *statsWalk) nativeBucket(slot int64, e slotEntry, b []byte) (int64, error) {
+	var objects int64
+	var last []byte
+	_, err := walkNativeBucket(w.t.path, b, e.ptr, uint64(len(b)), w.t.keyPos, func(_ int64, enc, kenc []byte) error {
+		if objects == 0 || !bytes.Equal(kenc, last) {
+			w.st.Keys++
+		}
+		last = kenc
+		n := int64(len(enc))
+		w.st.KeyBytes += int64(len(kenc))
+		w.st.ValueBytes += n - int64(len(kenc))
+		if n > w.st.LargestObject {
+			w.st.LargestObject, w.st.LargestObjectSlot = n, slot
+		}
+		objects++
+		return nil
+	})
+	w.st.Objects += objects
+	return objects, err
+}
+
+// nativeFree counts the free buddy blocks below the end of the data and
+// the free cells of the runs, from the allocator, or from the current
+// meta's free record when no write loaded it (read-only opens). Pending
+// and quarantined space is not free: a later checkpoint frees it.
+func (w *statsWalk) nativeFree() error {
+	t := w.t
+	a := t.nat.alloc
+	if a == nil {
+		m := &t.nat.meta
+		b := make([]byte, m.freeLen)
+		if err := readFull(t.f, b, int64(m.freeOff)); err != nil {
+			return t.ioErr("freelist", int64(m.freeOff), err)
+		}
+		var err error
+		if a, err = decodeNativeFree(t.path, b, int64(m.freeOff), m.freeSum, t.nat.super.base, m.dataEnd); err != nil {
+			return err
+		}
+	}
+	end := uint64(t.fileEnd)
+	for k, offs := range a.free {
+		for _, off := range offs {
+			if off < end {
+				w.free[k]++
+				w.st.FreeBytes += int64(min(uint64(1)<<k, end-off))
+			}
+		}
+	}
+	for _, r := range a.runs {
+		size := cellSize(int(r.class))
+		n := int64(0)
+		for _, x := range r.free[:r.words()] {
+			n += int64(bits.OnesCount64(x))
+		}
+		w.free[log2ceil(int64(size))] += n
+		w.st.FreeBytes += n * int64(size)
+	}
+	return nil
+}
+
 func (w *statsWalk) freeBlocks() {
 	end := w.t.fileEnd
 	w.t.bud.each(func(class int, a int64) {
@@ -224,7 +303,7 @@ func (w *statsWalk) result() Stats {
 	if st.Slots.Next > 0 {
 		st.LoadFactor = float64(st.Keys) / float64(st.Slots.Next)
 	}
-	st.GrowthDue = st.Keys > int64(st.Slots.Next) && st.Slots.Next < st.Slots.Max
+	st.GrowthDue = st.Keys > int64(w.t.lay.keysPerSlot)*int64(st.Slots.Next) && st.Slots.Next < st.Slots.Max
 	if st.FileSize > 0 {
 		st.Fragmentation = float64(st.FreeBytes) / float64(st.FileSize)
 	}

@@ -44,12 +44,14 @@ func modelOf(t *testing.T, objs map[string][]etf.Term, keyPos int) statsModel {
 
 // TestStats: Stats' counts, byte shares and histograms agree with a model
 // of the objects inserted, for a set and a bag, after deletions too.
-func TestStats(t *testing.T) {
+func TestStats(t *testing.T) { forEachFormat(t, testStats) }
+
+func testStats(t *testing.T, format Format) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewSource(seed))
 	for _, kind := range []Kind{Set, Bag} {
 		t.Run(kind.String(), func(t *testing.T) {
-			tab := openT(t, tmpFile(t, "s.dets"), Options{Kind: kind, KeyPos: 2})
+			tab := openT(t, tmpFile(t, "s.dets"), Options{Format: format, Kind: kind, KeyPos: 2})
 			model := map[string][]etf.Term{}
 			for i := range 3000 {
 				k := etf.Int(rng.Intn(1500))

@@ -116,3 +116,17 @@ func (Raw) CompareBodies(a, b []byte) (c int, ok bool) {
 	}
 	return c, true
 }
+
+// BodyEnd returns the end of the term whose encoding starts at b[off] (a
+// body, as inside a tuple or list), validating it as Decode would. ok is
+// false when b holds no complete, valid term at off.
+func (Raw) BodyEnd(b []byte, off int) (end int, ok bool) {
+	if off < 0 || off >= len(b) {
+		return 0, false
+	}
+	d := decoder{b: b, off: off}
+	if d.skip(1) != nil {
+		return 0, false
+	}
+	return d.off, true
+}

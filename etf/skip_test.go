@@ -97,6 +97,34 @@ func TestTupleElement(t *testing.T) {
 	}
 }
 
+// TestBodyEnd: BodyEnd finds each element's end inside a list of random
+// terms, and refuses truncated or out-of-range input.
+func TestBodyEnd(t *testing.T) {
+	r := rand.New(rand.NewSource(testutil.Seed(t)))
+	for range 2000 {
+		x := randomTerm(r, 3)
+		enc, err := Encode(Tuple{x, Atom("end")})
+		if err != nil {
+			continue
+		}
+		s, e, ok := raw.TupleElement(enc, 1)
+		if !ok {
+			t.Fatalf("%v: no element 1", x)
+		}
+		if end, ok := raw.BodyEnd(enc, s); !ok || end != e {
+			t.Fatalf("%v: BodyEnd %d, %v; want %d", x, end, ok, e)
+		}
+		if _, ok := raw.BodyEnd(enc[:e-1], s); ok {
+			t.Fatalf("%v: a truncated term accepted", x)
+		}
+	}
+	for _, off := range []int{-1, 2, 100} {
+		if _, ok := raw.BodyEnd([]byte{131, 106}, off); ok {
+			t.Fatalf("offset %d accepted", off)
+		}
+	}
+}
+
 // bodyOf returns the encoding of t without the version byte.
 func bodyOf(t *testing.T, x Term) []byte {
 	t.Helper()

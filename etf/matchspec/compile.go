@@ -36,6 +36,7 @@ func Compile(ms etf.Term) (*Spec, error) {
 		s.clauses[i] = c
 		s.maxSlots = max(s.maxSlots, c.slots)
 	}
+	s.compileRaw()
 	return s, nil
 }
 

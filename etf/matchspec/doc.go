@@ -58,6 +58,13 @@
 // once; a map at the key position is a literal key). MatchSpec builds the
 // specifications of dets:match/2, match_object/2 and match_delete/2.
 //
+// Spec.RejectsRaw tests an object's encoding instead of the object: where
+// its heads and guards can be read from the bytes (tuple shapes,
+// constants, comparisons, binary_part/byte_size, type tests) it proves
+// that Run would reject the object, so a scan decodes only the objects it
+// cannot rule out. It never decides a match, only a sure rejection, and
+// Spec.FiltersRaw says whether a spec has anything it can read.
+//
 // # Limits
 //
 // A specification nested deeper than 1000 levels is refused at compile

@@ -360,7 +360,12 @@ func binaryPartOf(bin, start, length etf.Term) ([]byte, bool) {
 	if !ok1 || !ok2 {
 		return nil, false
 	}
-	from, n := int64(s), int64(l)
+	return sliceBinaryPart(b, int64(s), int64(l))
+}
+
+// sliceBinaryPart is binary_part's range rule: a negative length counts
+// back from start; a part outside b raises (ok false).
+func sliceBinaryPart(b []byte, from, n int64) ([]byte, bool) {
 	if n < 0 {
 		from, n = from+n, -n
 	}

@@ -35,6 +35,7 @@ type pattern struct {
 	elems []pattern
 	tail  *pattern   // list tail; nil means []
 	keys  []etf.Term // map keys, literal
+	enc   []byte     // the raw filter's encoding of a constant (a body)
 }
 
 // match reports whether t matches p, binding variables into vars.

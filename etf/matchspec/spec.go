@@ -27,6 +27,9 @@ type Spec struct {
 	// maxSlots is the largest variable count of any clause: Run's
 	// binding array.
 	maxSlots int
+	// raw is the raw filter's form of each clause (raw.go), nil when the
+	// filter is off.
+	raw []rawClause
 }
 
 // clause is one {Head, Guards, Body} of a specification.
