@@ -91,6 +91,10 @@ func (c *cmdCtx) check(path string, redacted bool) error {
 	switch exitCode(err) {
 	case exitOK:
 		fmt.Fprintf(c.stdout, "%s: ok (%d objects)\n", path, objects)
+		if report != nil && report.LeakedBytes > 0 {
+			// Space no block names: lost until a repair, never data.
+			fmt.Fprintf(c.stdout, "%s: %s bytes are in no block (leaked space; a repair recovers it)\n", path, grouped(int64(report.LeakedBytes)))
+		}
 		return nil
 	case exitNeedsRepair:
 		return &codedError{exitNeedsRepair, fmt.Errorf("%s: not closed properly (run 'dets repair %s')", path, path)}
