@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/binary"
-	"errors"
 	"flag"
 	"fmt"
 
@@ -84,36 +83,11 @@ func (c *cmdCtx) digest(path string) error {
 
 func digestTable(t *dets.Table, d *contentDigest) error {
 	for obj, err := range t.All() {
-		if errors.Is(err, dets.ErrNotSupported) && d.n == 0 {
-			// A native table without a traversal yet (docs/format-native.md
-			// §16, step 5): its keys and their objects give the same
-			// multiset.
-			return digestByKeys(t, d)
-		}
 		if err != nil {
 			return err
 		}
 		if err := d.add(obj); err != nil {
 			return fmt.Errorf("object %d: %w", d.n+1, err)
-		}
-	}
-	return nil
-}
-
-// digestByKeys digests every key's objects, read by Lookup.
-func digestByKeys(t *dets.Table, d *contentDigest) error {
-	for key, err := range t.Keys() {
-		if err != nil {
-			return err
-		}
-		objs, err := t.Lookup(key)
-		if err != nil {
-			return err
-		}
-		for _, obj := range objs {
-			if err := d.add(obj); err != nil {
-				return fmt.Errorf("object %d: %w", d.n+1, err)
-			}
 		}
 	}
 	return nil
