@@ -1,7 +1,6 @@
 package dets
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -26,18 +25,18 @@ const maxCheckProblems = 20
 //   - on a clean file, the header and free lists on disk equal the state in
 //     memory.
 //
+// On a native file it checks the superblock, both metas, every tree node's
+// checksum, every bucket header and level, every object record on its own,
+// the allocator's tiling of the buddy area and the free record
+// (docs/format-native.md §13.2); CheckReport lists each damaged object.
+//
 // Check does not modify the table.
 func (t *Table) Check() error {
-	if err := t.begin(false); err != nil {
+	r, err := t.CheckReport()
+	if err != nil {
 		return err
 	}
-	defer t.mu.Unlock()
-	c := checker{t: t}
-	c.run()
-	if len(c.problems) == 0 {
-		return nil
-	}
-	return errors.Join(c.problems...)
+	return r.Err()
 }
 
 type checker struct {
@@ -46,6 +45,7 @@ type checker struct {
 	// structural skips what the keys' and values' bytes decide (see
 	// CheckStructure in inspect_check.go).
 	structural bool
+	report     CheckReport
 }
 
 func (c *checker) add(section string, off int64, format string, args ...any) {
@@ -56,6 +56,10 @@ func (c *checker) add(section string, off int64, format string, args ...any) {
 
 func (c *checker) run() {
 	t := c.t
+	if t.lay.tag == tagNative {
+		c.runNative()
+		return
+	}
 	var blocks []block
 	for p := range numParts {
 		if t.parts[p] != 0 && p < (len(t.segs)+segsPerPart-1)/segsPerPart {
@@ -90,7 +94,7 @@ func (c *checker) run() {
 		blocks = append(blocks, block{e.ptr, pow2ceil(e.size), fmt.Sprintf("bucket of slot %d", slot)})
 		if i := counterIndex(e.size); i >= 0 {
 			counters[i]++
-		} else if t.lay.tag != tagNative {
+		} else {
 			c.add("bucket", e.ptr, "slot %d: bucket size %d", slot, e.size)
 		}
 		for gi, g := range gs {
@@ -116,11 +120,9 @@ func (c *checker) run() {
 			objects += uint64(len(g.objs))
 		}
 	}
+	c.report.Objects = int64(objects)
 	if objects != t.h.noObjects || keys != t.h.noKeys {
 		c.add("header", offNoObjects, "header counts %d objects and %d keys, the buckets hold %d and %d", t.h.noObjects, t.h.noKeys, objects, keys)
-	}
-	if t.lay.tag == tagNative {
-		return // native's structure rules (tree, allocator tiling, free record) are step 8
 	}
 	if counters != t.h.counters {
 		c.add("header", offCounters, "size-class counters %v, buckets give %v", t.h.counters, counters)

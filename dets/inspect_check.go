@@ -1,7 +1,5 @@
 package dets
 
-import "errors"
-
 // CheckStructure is Check without the checks whose outcome the objects'
 // contents decide: that each key hashes to the slot it is in, that the
 // keys of a bucket are in order, and that a bag holds no object twice.
@@ -19,8 +17,6 @@ func (t *Table) CheckStructure() error {
 	defer t.mu.Unlock()
 	c := checker{t: t, structural: true}
 	c.run()
-	if len(c.problems) == 0 {
-		return nil
-	}
-	return errors.Join(c.problems...)
+	c.report.Problems, c.report.path = c.problems, t.path
+	return c.report.Err()
 }

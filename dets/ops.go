@@ -613,6 +613,9 @@ type Info struct {
 	Clean     bool   // the file is currently marked closed properly
 	Hash      string // "phash2"
 	ByteLimit int64  // otp9's file size limit
+	// Native is the native format's state (nil for otp9); its fallback
+	// meta fields are filled by ReadNativeInfo only.
+	Native *NativeInfo
 }
 
 // Info returns the table's description.
@@ -625,8 +628,13 @@ func (t *Table) Info() (Info, error) {
 	if t.dirty {
 		size = t.fileEnd
 	}
+	var ni *NativeInfo
+	if t.nat != nil {
+		ni = t.nativeInfo()
+	}
 	return Info{
-		Path: t.path, Kind: t.kind, KeyPos: t.keyPos, Format: t.lay.format(),
+		Native: ni,
+		Path:   t.path, Kind: t.kind, KeyPos: t.keyPos, Format: t.lay.format(),
 		Size: int(t.h.noObjects), NoKeys: int(t.h.noKeys),
 		NoSlots:  t.slots(),
 		FileSize: size, ReadOnly: t.readOnly, Clean: !t.dirty, Hash: t.lay.hashName(),

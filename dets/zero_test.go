@@ -20,6 +20,10 @@ var tableCalls = map[string]func(*Table) []error{
 	"Check": func(t *Table) []error {
 		return []error{t.Check()}
 	},
+	"CheckReport": func(t *Table) []error {
+		_, err := t.CheckReport()
+		return []error{err}
+	},
 	"Close":            func(t *Table) []error { return []error{closeErr(t.Close())} },
 	"Delete":           func(t *Table) []error { return []error{t.Delete(etf.Int(1))} },
 	"DeleteAllObjects": func(t *Table) []error { return []error{t.DeleteAllObjects()} },

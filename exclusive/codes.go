@@ -33,6 +33,7 @@ var detsCodes = [...]struct {
 	{dets.ErrCorrupt, "corrupt", "The table file is corrupt."},
 	{dets.ErrMapFault, "map_fault", "A page of the table file could not be read through its memory map (a full disk or an I/O error)."},
 	{dets.ErrFileTooLarge, "file_too_large", "The table file has reached its size limit of about 2 GB."},
+	{dets.ErrFormatLimit, "format_limit", "The table exceeds a limit of the otp9 format (file size, object or key count, or slot count), so it cannot be converted to otp9."},
 	{dets.ErrReadOnly, "read_only", "The table is read-only."},
 	{dets.ErrClosed, "table_closed", "The table was used after it was closed."},
 	{dets.ErrBadObject, "bad_object", "An object is not a tuple long enough for the key position, or cannot be encoded."},

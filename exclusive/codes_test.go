@@ -38,6 +38,7 @@ var detsSentinels = map[string]error{
 	"ErrCorrupt":            dets.ErrCorrupt,
 	"ErrMapFault":           dets.ErrMapFault,
 	"ErrFileTooLarge":       dets.ErrFileTooLarge,
+	"ErrFormatLimit":        dets.ErrFormatLimit,
 	"ErrReadOnly":           dets.ErrReadOnly,
 	"ErrClosed":             dets.ErrClosed,
 	"ErrBadObject":          dets.ErrBadObject,

@@ -168,6 +168,7 @@
 //	corrupt                 dets.ErrCorrupt, *dets.CorruptionError
 //	map_fault               dets.ErrMapFault, *dets.MapFaultError
 //	file_too_large          dets.ErrFileTooLarge
+//	format_limit            dets.ErrFormatLimit, *dets.FormatLimitError (converting to otp9)
 //	read_only               dets.ErrReadOnly
 //	table_closed            dets.ErrClosed
 //	bad_object              dets.ErrBadObject

@@ -10,11 +10,11 @@ import (
 	"github.com/godets/godets/etf"
 )
 
-var allCommands = []string{"info", "check", "get", "keys", "stats", "repair", "dump", "select", "match", "load", "digest", "compact", "lock", "completion", "demo"}
+var allCommands = []string{"info", "check", "get", "keys", "stats", "repair", "dump", "select", "match", "load", "digest", "compact", "lock", "completion", "demo", "convert"}
 
 func TestHelp(t *testing.T) {
 	r := must(t, "help")
-	for _, c := range append(allCommands, "convert", "Exit codes", "--wait", "--repair") {
+	for _, c := range append(allCommands, "Exit codes", "--wait", "--repair") {
 		if !strings.Contains(r.stdout, c) {
 			t.Errorf("dets help does not mention %q", c)
 		}
@@ -75,7 +75,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"load", "--keypos", "0", tab}, "--keypos must be 1 or more"},
 		{[]string{"load", "--format", "v8", tab}, "--format must be otp9 or native"},
 		{[]string{"demo", "extra"}, "unexpected argument"},
-		{[]string{"convert", "--to", "native", tab, tab + ".n"}, "not supported yet"},
+		{[]string{"convert", "--to", "v8", tab, tab + ".n"}, "--to must be otp9 or native"},
+		{[]string{"convert", "--to", "native", tab}, "missing SRC DST"},
+		{[]string{"convert", "--to", "native", tab, tab}, "already exists"},
 	}
 	for _, c := range cases {
 		r := runDets(t, c.args...)

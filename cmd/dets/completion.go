@@ -75,7 +75,7 @@ func completionWords() (names []string, flags map[string][]string) {
 		sort.Strings(fl)
 		flags[c.name] = append(fl, "--help")
 	}
-	names = append(names, "convert", "help")
+	names = append(names, "help")
 	return names, flags
 }
 
@@ -114,7 +114,7 @@ func zshCompletion() string {
 	b.WriteString("#compdef dets\n# zsh completion for dets (dets completion zsh)\n_dets() {\n")
 	b.WriteString("    local -a cmds\n    cmds=(")
 	for _, n := range names {
-		summary := "convert between formats"
+		summary := ""
 		if c := lookupCommand(n); c != nil {
 			summary = c.summary
 		} else if n == "help" {

@@ -124,9 +124,4 @@
 // object count, and S, X, N are fed to Fingerprint64 as 24 little-endian
 // bytes. Equal multisets of objects give equal digests, whatever the
 // table's format, layout, history or insertion order.
-//
-// # Not yet
-//
-// dets convert (between the otp9 and native formats) arrives with the
-// native format; until then it exits 1 with "not supported yet".
 package main

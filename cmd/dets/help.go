@@ -32,12 +32,6 @@ const exitCodesHelp = `Exit codes:
   5  lock busy, or --wait timed out
 `
 
-const convertHelp = `usage: dets convert --to otp9|native SRC DST
-
-Converting between the otp9 and native formats is not supported yet: the
-native format is not available in this version. The command exits 1.
-`
-
 func topHelp() string {
 	var b strings.Builder
 	b.WriteString(`dets: inspect, check, repair and move the contents of Erlang/OTP DETS tables.
@@ -57,7 +51,6 @@ Commands:
 			fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
 		}
 	}
-	fmt.Fprintf(&b, "  %-8s %s\n", "convert", "convert between formats (not supported yet)")
 	b.WriteString("\n")
 	b.WriteString(commonFlagsHelp)
 	b.WriteString("\n")

@@ -15,7 +15,10 @@ var infoCmd = &command{
 	usage:   "dets info [--json] [--wait D] [--repair MODE] FILE",
 	help: `Prints what a table is: its kind (set, bag or duplicate_bag), key position,
 file format, number of objects and keys, slot counts, file size, and whether
-it was closed properly.
+it was closed properly. For a native file it also shows the format's
+revision and checksums, both meta pages (generation, and whether the
+fallback is valid), the records pending in the log, and the generation at
+which a repair last verified every object.
 
 The file is opened read-only. A file that was not closed properly cannot be
 opened without repair: info then reports "closed properly: no" and exits 2.
@@ -24,7 +27,9 @@ With --repair auto it is repaired first (this writes to the file).
 --json prints one JSON object with these stable fields:
   file (string), format ("otp9" or "native"), version (number), kind ("set",
   "bag" or "duplicate_bag"), keypos, objects, keys, slots {min, current, max},
-  file_size (bytes), closed_properly (bool).
+  file_size (bytes), closed_properly (bool); for a native file also
+  native {revision, checksum, keyHash, metaGen, metaPage, fallbackGen,
+  fallbackValid, logRecords, verifiedGen}.
 Fields that could not be read (a file that needs repair) are left out.
 
 ` + jsonErrorHelp,
@@ -55,6 +60,32 @@ type tableInfo struct {
 	Slots          *slotsInfo `json:"slots,omitempty"`
 	FileSize       int64      `json:"file_size"`
 	ClosedProperly bool       `json:"closed_properly"`
+	Native         *nativeJS  `json:"native,omitempty"`
+}
+
+// nativeJS is the native format's state (docs/format-native.md §13.3).
+type nativeJS struct {
+	Revision      uint32 `json:"revision"`
+	Checksum      string `json:"checksum"`
+	KeyHash       string `json:"keyHash"`
+	MetaGen       uint64 `json:"metaGen"`
+	MetaPage      string `json:"metaPage"`
+	FallbackGen   uint64 `json:"fallbackGen"`
+	FallbackValid bool   `json:"fallbackValid"`
+	LogRecords    int    `json:"logRecords"`
+	VerifiedGen   uint64 `json:"verifiedGen"`
+}
+
+// nativeState reads the format state of a native file for info; nil for
+// an otp9 file or one whose header pages cannot be read.
+func nativeState(path string) *nativeJS {
+	ni, err := dets.ReadNativeInfo(path)
+	if err != nil {
+		return nil
+	}
+	return &nativeJS{Revision: ni.Revision, Checksum: ni.Checksum, KeyHash: ni.KeyHash,
+		MetaGen: ni.MetaGen, MetaPage: ni.MetaPage, FallbackGen: ni.FallbackGen,
+		FallbackValid: ni.FallbackValid, LogRecords: ni.LogRecords, VerifiedGen: ni.VerifiedGen}
 }
 
 type slotsInfo struct {
@@ -70,7 +101,9 @@ func (c *cmdCtx) info(path string, asJSON bool) error {
 	var ti tableInfo
 	err := c.session(path, false, dets.Options{}, func(t *dets.Table) error {
 		var err error
-		ti, err = describe(path, t)
+		if ti, err = describe(path, t); err == nil && ti.Format == dets.Native.String() {
+			ti.Native = nativeState(path)
+		}
 		return err
 	})
 	code := exitCode(err)
@@ -82,6 +115,10 @@ func (c *cmdCtx) info(path string, asJSON bool) error {
 		ti = tableInfo{File: path, ClosedProperly: false}
 		if sz, serr := fileSize(path); serr == nil {
 			ti.FileSize = sz
+		}
+		// A native file's header pages still say what it is.
+		if ti.Native = nativeState(path); ti.Native != nil {
+			ti.Format = dets.Native.String()
 		}
 	}
 	if asJSON {
@@ -105,7 +142,28 @@ func (c *cmdCtx) printInfo(ti tableInfo) {
 	if ti.Kind != "" {
 		row("kind", "%s", ti.Kind)
 		row("keypos", "%d", ti.KeyPos)
-		row("format", "%s (version %d)", ti.Format, ti.Version)
+		if ti.Native == nil {
+			row("format", "%s (version %d)", ti.Format, ti.Version)
+		}
+	}
+	if n := ti.Native; n != nil {
+		row("format", "native (revision %d), checksums %s, key hash %s", n.Revision, n.Checksum, n.KeyHash)
+		other := map[string]string{"A": "B", "B": "A"}[n.MetaPage]
+		if n.FallbackValid {
+			row("meta", "%s gen %d (current), %s gen %d (valid)", n.MetaPage, n.MetaGen, other, n.FallbackGen)
+		} else {
+			row("meta", "%s gen %d (current), %s not valid", n.MetaPage, n.MetaGen, other)
+		}
+		if n.LogRecords == 0 {
+			row("log", "empty: closed properly")
+		} else {
+			row("log", "%d records pending: not closed properly", n.LogRecords)
+		}
+		if n.VerifiedGen == 0 {
+			row("verified", "never by a repair; run 'dets check' for a full read")
+		} else {
+			row("verified", "all objects at gen %d (repair); run 'dets check' for a full read", n.VerifiedGen)
+		}
 	}
 	if ti.Objects != nil {
 		row("objects", "%d", *ti.Objects)

@@ -69,6 +69,7 @@ func init() {
 		keysCmd,
 		statsCmd,
 		repairCmd,
+		convertCmd,
 		dumpCmd,
 		selectCmd,
 		matchCmd,
@@ -115,12 +116,6 @@ func run(args []string, e env) int {
 		return exitOK
 	case "--version", "-version":
 		name, args = "version", append([]string{"version"}, args[1:]...)
-	case "convert":
-		if len(args) > 1 && isHelpFlag(args[1]) {
-			fmt.Fprint(e.stdout, convertHelp)
-			return exitOK
-		}
-		return report(e, "convert", errors.New("not supported yet: the native format is not available in this version"))
 	}
 	c := lookupCommand(name)
 	if c == nil {
