@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 
@@ -169,8 +170,7 @@ func (p *repairPlan) nativeShape() error {
 // nativeReplay applies the log of the current meta's epoch as a recovery
 // would (§11.2 steps 1-4): the longest prefix of whole groups whose
 // buckets verify becomes the overlay of slot entries and the shape the
-// scan uses. A log that contradicts its meta is left out: a correct
-// writer never writes one, and the tree alone is a consistent state.
+// scan uses, up to the first group that contradicts the state.
 func (p *repairPlan) nativeReplay() {
 	nr := p.nat
 	m, s := &nr.meta, &nr.super
@@ -201,13 +201,27 @@ func (p *repairPlan) nativeReplay() {
 		return err == nil && h.seq == r.seq && uint64(h.slot) == r.slot && h.headerSum() == r.bsum
 	}
 	n := nativeReplayLength(lg.recs, verify)
-	st, err := applyNativeLog(p.path, lg.recs[:n], m, s.maxSlots)
-	if err != nil {
-		return
+	// Group by group, so that a record that contradicts the state (a
+	// correct writer never writes one) ends the replay before its group
+	// and the groups before it still count.
+	cur := *m
+	nr.overlay = map[uint64]nativeEntry{}
+	for lo := 0; lo < n; {
+		hi := lo
+		for hi < n && !lg.recs[hi].endsGroup() {
+			hi++
+		}
+		hi = min(hi+1, n)
+		st, err := applyNativeLog(p.path, lg.recs[lo:hi], &cur, s.maxSlots)
+		if err != nil {
+			break
+		}
+		maps.Copy(nr.overlay, st.entries)
+		cur.next, cur.m, cur.n, cur.noObjects, cur.noKeys, cur.seq = st.next, st.m, st.n, st.noObjects, st.noKeys, st.seq
+		lo = hi
 	}
-	nr.overlay = st.entries
-	nr.m, nr.n, nr.next = st.m, st.n, st.next
-	nr.maxSeq = max(nr.maxSeq, st.seq)
+	nr.m, nr.n, nr.next = cur.m, cur.n, cur.next
+	nr.maxSeq = max(nr.maxSeq, cur.seq)
 }
 
 // nativeScan indexes every sound object: the tree walk, then the raw scan

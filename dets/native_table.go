@@ -158,7 +158,7 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 		case opts.ReadOnly:
 			return nil, fmt.Errorf("%w: %s: %w", ErrNotClosed, t.path, reason)
 		}
-		return nil, fmt.Errorf("%w: %s: repair of native files is not built yet: %w", ErrNotSupported, t.path, reason)
+		return &repairRequest{}, nil // §11.5: the full repair, with the raw scan (native_repair.go)
 	}
 	if !ok {
 		return needs(errA)
@@ -226,7 +226,11 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 	t.dirty = false
 	t.startEpoch()
 	if recovering {
-		return nil, t.nativeRecover()
+		if err := t.nativeRecover(); errors.Is(err, errNativeFallback) {
+			return &repairRequest{}, nil // §11.3: recovery gives way to the full repair
+		} else if err != nil {
+			return nil, err
+		}
 	}
 	return nil, nil
 }

@@ -262,12 +262,18 @@ func TestNativeOpenDecisions(t *testing.T) {
 		if _, err := Open(p, Options{}); !errors.Is(err, ErrNeedsRepair) || !errors.As(err, &ce) {
 			t.Errorf("damaged %s, NoRepair: %v, want ErrNeedsRepair with a *CorruptionError", name, err)
 		}
-		if _, err := Open(p, Options{Repair: AutoRepair}); !errors.Is(err, ErrNotSupported) {
-			t.Errorf("damaged %s, AutoRepair: %v, want ErrNotSupported until repair exists", name, err)
-		}
 		if !bytes.Equal(readFileT(t, p), b) {
 			t.Errorf("damaged %s: a refused open changed the file", name)
 		}
+		// Read-write AutoRepair: the full repair, here of an empty table.
+		tab, err := Open(p, Options{Repair: AutoRepair})
+		if err != nil {
+			t.Fatalf("damaged %s, AutoRepair: %v, want the full repair", name, err)
+		}
+		if info, err := tab.Info(); err != nil || info.Format != Native || info.Size != 0 || !info.Clean {
+			t.Errorf("damaged %s, repaired: %+v, %v", name, info, err)
+		}
+		must(t, tab.Close())
 	}
 
 	// The closed one opens, with its kind checked.
