@@ -125,9 +125,9 @@ func ncPoints(log []crashfs.Record, steps []ckStep, r *rand.Rand, nRand int) []i
 // modes of §15.3. Seeded: rerun with -seed.
 func TestNativeCrashImages(t *testing.T) {
 	seed := uint64(testSeed(t))
-	seeds := 8 // about 6,500 images
+	first, seeds := 0, 8 // about 6,900 images
 	if testing.Short() {
-		seeds = 2
+		first, seeds = 1, 2 // one seed, without the slow growth batch (about 1,000 images)
 	}
 	total := 0
 	t.Cleanup(func() {
@@ -144,7 +144,7 @@ func TestNativeCrashImages(t *testing.T) {
 					total += s.cases
 				}
 			}()
-			for si := range seeds {
+			for si := first; si < seeds; si++ {
 				r := rand.New(rand.NewPCG(seed, uint64(si)<<8|uint64(kind)|0x80))
 				ops := ncWorkload(r, 10+r.IntN(30), si%2 == 0, si%4 == 0) // growth images are the slow ones
 				cfs := crashfs.New()
@@ -346,13 +346,13 @@ func ncMix(got map[string][]string, a, b *mdl.Model) bool {
 // exactly what the first gave.
 func TestNativeCrashInRecovery(t *testing.T) {
 	seed := uint64(testSeed(t))
-	seeds, perSeed := 2, 5
+	first, seeds, perSeed := 0, 2, 5
 	if testing.Short() {
-		seeds, perSeed = 1, 2
+		first, perSeed = 1, 2 // the seed without the growth batch
 	}
 	for _, kind := range rpKinds {
 		cases, recoveries := 0, 0
-		for si := range seeds {
+		for si := first; si < seeds; si++ {
 			r := rand.New(rand.NewPCG(seed, uint64(si)<<8|uint64(kind)|0x40))
 			ops := ncWorkload(r, 20+r.IntN(20), si%2 == 0, si%2 == 0)
 			cfs := crashfs.New()
@@ -416,7 +416,11 @@ func TestNativeCrashInRecovery(t *testing.T) {
 // Close, "a meta lost after Close").
 func TestNativeCrashTornMeta(t *testing.T) {
 	seed := uint64(testSeed(t))
-	for _, kind := range rpKinds {
+	kinds, tries := rpKinds, 9
+	if testing.Short() {
+		kinds, tries = rpKinds[:1], 3
+	}
+	for _, kind := range kinds {
 		r := rand.New(rand.NewPCG(seed, uint64(kind)|0x20))
 		ops := ncWorkload(r, 40, true, true)
 		cfs := crashfs.New()
@@ -439,7 +443,7 @@ func TestNativeCrashTornMeta(t *testing.T) {
 				}
 				after := cfs.Image(i+1, crashfs.AllWritten, r).Get(ckPath)
 				old := cfs.Image(i, crashfs.AllWritten, r).Get(ckPath)
-				for try := range 9 {
+				for try := range tries {
 					b := bytes.Clone(after)
 					how := "lost"
 					for sec := range nativePageSize / 512 {
