@@ -145,8 +145,9 @@ func nativeObjectKey(enc []byte, keyPos int) ([]byte, string) {
 }
 
 // nativeKeyHash is H of §9: farm Fingerprint64 of the key's canonical ETF
-// without the leading 131, which is the key's span inside a stored object.
-func nativeKeyHash(kenc []byte) uint64 { return farm.Fingerprint64(kenc) }
+// without the leading 131, which is the key's span inside a stored object,
+// with any -0.0 in it hashed as 0.0 (keyForHash).
+func nativeKeyHash(kenc []byte) uint64 { return farm.Fingerprint64(keyForHash(kenc)) }
 
 // walkNativeBucket verifies the bucket at the start of b (read at off from
 // a cell or block of room bytes) and calls visit for each object record in

@@ -1,6 +1,7 @@
 package dets
 
 import (
+	"bytes"
 	"math"
 	"math/big"
 	"testing"
@@ -65,5 +66,51 @@ func TestNativeKeyHashVectors(t *testing.T) {
 	}
 	if len(want) != len(keys) {
 		t.Errorf("%d keys, %d pinned hashes", len(keys), len(want))
+	}
+}
+
+// TestNativeKeyHashZeros: keys that differ only in the sign of a zero
+// float are one key (=:= in OTP 25), so they hash alike; other keys,
+// including binaries holding the NEW_FLOAT_EXT tag byte, hash their own
+// bytes.
+func TestNativeKeyHashZeros(t *testing.T) {
+	negZero := etf.Float(math.Copysign(0, -1))
+	pairs := [][2]etf.Term{
+		{negZero, etf.Float(0)},
+		{etf.Tuple{etf.Atom("a"), negZero}, etf.Tuple{etf.Atom("a"), etf.Float(0)}},
+		{etf.List{etf.Int(1), etf.Map{{Key: negZero, Value: negZero}}}, etf.List{etf.Int(1), etf.Map{{Key: etf.Float(0), Value: etf.Float(0)}}}},
+		{etf.NewImproperList(negZero, etf.Binary("F")), etf.NewImproperList(etf.Float(0), etf.Binary("F"))},
+	}
+	body := func(k etf.Term) []byte {
+		b, err := etf.Encode(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b[1:]
+	}
+	for _, p := range pairs {
+		a, b := body(p[0]), body(p[1])
+		if bytes.Equal(a, b) {
+			t.Fatalf("%v and %v encode alike", p[0], p[1])
+		}
+		if nativeKeyHash(a) != nativeKeyHash(b) {
+			t.Errorf("%v and %v hash apart", p[0], p[1])
+		}
+		if !bytes.Equal(keyForHash(b), b) {
+			t.Errorf("%v: hashed through a copy", p[1])
+		}
+	}
+	for _, k := range []etf.Term{etf.Binary("FFF"), etf.Tuple{etf.Int(70), etf.Str("F")}, etf.Float(-1.5)} {
+		b := body(k)
+		if got := keyForHash(b); !bytes.Equal(got, b) {
+			t.Errorf("%v: hashed %x, want its own bytes", k, got)
+		}
+		if has, ok := hasNegZero(b); has || !ok {
+			t.Errorf("%v: hasNegZero %v %v", k, has, ok)
+		}
+	}
+	fff := body(etf.Binary("FFF"))
+	if n := testing.AllocsPerRun(100, func() { nativeKeyHash(fff) }); n != 0 {
+		t.Errorf("hashing a binary key with an F in it: %v allocations", n)
 	}
 }

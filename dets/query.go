@@ -147,8 +147,8 @@ func (t *Table) MatchDelete(pattern etf.Term) (int, error) {
 // elsewhere ({Key, '_', '_'}), without compiling it: the objects of the
 // key that have the pattern's arity are what the compiled pattern would
 // return. ok is false for any other pattern. Only keys whose literal
-// match is plain equality take this way: numbers, binaries and atoms
-// that are not '_' and do not start with '$'.
+// match is plain equality take this way: numbers other than the float
+// zeros, binaries, and atoms that are not '_' and do not start with '$'.
 func (t *Table) keyObjects(pattern etf.Term) (objs []etf.Term, ok bool, err error) {
 	p, isTuple := pattern.(etf.Tuple)
 	if !isTuple {
@@ -186,8 +186,12 @@ func (t *Table) keyObjects(pattern etf.Term) (objs []etf.Term, ok bool, err erro
 
 func plainKey(k etf.Term) bool {
 	switch v := k.(type) {
-	case etf.Int, *etf.BigInt, etf.Float, etf.Binary:
+	case etf.Int, *etf.BigInt, etf.Binary:
 		return true
+	case etf.Float:
+		// a lookup of 0.0 finds -0.0 too (=:= in OTP 25), a pattern's
+		// 0.0 matches only 0.0, bit for bit
+		return v != 0
 	case etf.Atom:
 		return v != "_" && (len(v) == 0 || v[0] != '$')
 	}

@@ -265,6 +265,25 @@ func testQueryNumericKeysLikeOTP(t *testing.T, format Format) {
 	wantTerms(t, "key 1", got, err, "{1, int}")
 }
 
+// TestQueryZeroFloatKeys: a lookup of -0.0 finds the key 0.0 (=:= in
+// OTP 25), but a pattern's -0.0 matches only -0.0, bit for bit: OTP's
+// dets:match_object(T, {-0.0, '_'}) on {0.0, x} gives []. Seed
+// 1796227809074095994 of TestQueryOTPDifferential found the shortcut
+// that returned the lookup.
+func TestQueryZeroFloatKeys(t *testing.T) { forEachFormat(t, testQueryZeroFloatKeys) }
+
+func testQueryZeroFloatKeys(t *testing.T, format Format) {
+	for _, kind := range []Kind{Set, Bag} {
+		tab := queryTable(t, format, kind, "{0.0, x}")
+		got, err := tab.MatchObject(parseT(t, "{-0.0, '_'}"))
+		wantTerms(t, kind.String()+" match_object {-0.0, '_'}", got, err)
+		got, err = tab.MatchObject(parseT(t, "{0.0, '_'}"))
+		wantTerms(t, kind.String()+" match_object {0.0, '_'}", got, err, "{0.0, x}")
+		got, err = tab.Lookup(parseT(t, "-0.0"))
+		wantTerms(t, kind.String()+" lookup -0.0", got, err, "{0.0, x}")
+	}
+}
+
 func TestQueryReadOnlyRefusesDeletes(t *testing.T) { forEachFormat(t, testQueryReadOnlyRefusesDeletes) }
 
 func testQueryReadOnlyRefusesDeletes(t *testing.T, format Format) {
