@@ -2,32 +2,25 @@ package dets
 
 import (
 	"crypto/sha256"
-	"flag"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/testutil"
 )
 
-var seedFlag = flag.Int64("seed", 0, "seed for randomized tests (0: time-based)")
+// The package's old seed names stay accepted (internal/testutil owns
+// -seed and GODETS_SEED).
+var (
+	_ = testutil.SeedAlias("", "DETS_SEED")
+	_ = testutil.SeedAlias("repair.seed", "")
+)
 
-// testSeed returns the seed for a randomized test and logs it.
-func testSeed(t testing.TB) int64 {
-	s := *seedFlag
-	if s == 0 {
-		if v, err := strconv.ParseInt(os.Getenv("DETS_SEED"), 10, 64); err == nil {
-			s = v
-		} else {
-			s = time.Now().UnixNano()
-		}
-	}
-	t.Logf("seed %d (rerun with -seed=%d)", s, s)
-	return s
-}
+// testSeed returns the seed for a randomized test and logs it with the
+// command that replays it.
+func testSeed(t testing.TB) int64 { return testutil.Seed(t) }
 
 // setForTest sets *v to x until the end of t.
 func setForTest[T any](t testing.TB, v *T, x T) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -26,16 +25,8 @@ import (
 	"github.com/godets/godets/internal/otptest"
 )
 
-var repairSeed = flag.Uint64("repair.seed", 0, "seed for the randomized repair tests (0: from the clock)")
-
-func rpSeed(t testing.TB) uint64 {
-	s := *repairSeed
-	if s == 0 {
-		s = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -repair.seed=%d)", s, s)
-	return s
-}
+// rpSeed is testSeed as the repair tests' generators take it.
+func rpSeed(t testing.TB) uint64 { return uint64(testSeed(t)) }
 
 var rpKinds = []Kind{Set, Bag, DuplicateBag}
 
