@@ -663,10 +663,19 @@ func (t *Table) nativeCheckpoint(durable, byClose bool) error {
 		}
 	}
 	// Past dataEnd the allocator has nothing, free record, quarantine and
-	// pending space included, so neither meta names those bytes: the
-	// steps nativeCover grew by go.
-	if t.size > int64(dataEnd) {
-		if err := t.truncate(int64(dataEnd)); err != nil {
+	// pending space included, so the new meta names none of those bytes:
+	// the steps nativeCover grew by go. Without the second fsync the old
+	// meta is still the fallback, and the cut may reach the disk before
+	// the new meta does: a file shorter than the old meta's dataEnd makes
+	// that meta invalid, and open would pick the one before it, whose
+	// blocks are reused (§10.3: a cut never removes what the fallback
+	// needs). So a Close cuts no lower than the old meta's end.
+	cut := int64(dataEnd)
+	if !durable {
+		cut = max(cut, int64(m.dataEnd))
+	}
+	if t.size > cut {
+		if err := t.truncate(cut); err != nil {
 			return t.wrote(err)
 		}
 		t.extended = false
