@@ -291,31 +291,9 @@ func (t *Table) nativeDropTree() error {
 // cell or block, without a log record (the checkpoint that ends the
 // rebuild names it), and points the slot's cached entry at it.
 func (t *Table) nativeBulkBucket(slot uint64, gs []group) error {
-	nat := t.nat
-	size := uint64(nativeBucketHeader)
-	for i := range gs {
-		for j := range gs[i].objs {
-			size += uint64(nativeObjectRecordSize(len(gs[i].objs[j].enc)))
-		}
-	}
-	ne, err := nat.alloc.alloc(size)
+	t.nat.seq++ // above every bucket of the old tree (§8)
+	ne, err := t.writeNativeBucket(slot, gs, t.nat.seq)
 	if err != nil {
-		return fmt.Errorf("%w: %s", err, t.path)
-	}
-	nat.seq++ // above every bucket of the old tree (§8)
-	h := nativeBucketHead{seq: nat.seq, slot: uint32(slot), level: t.nativeLevel(slot), size: size}
-	buf := slices.Grow(t.wbuf[:0], int(size))[:nativeBucketHeader]
-	h.encode(buf)
-	for i := range gs {
-		for j := range gs[i].objs {
-			buf = appendNativeObject(buf, gs[i].objs[j].enc)
-		}
-	}
-	t.wbuf = buf
-	if err := t.nativeCover(ne.off() + ne.room()); err != nil {
-		return err
-	}
-	if err := t.writeAt(buf, int64(ne.off())); err != nil {
 		return err
 	}
 	t.segCache[slot/slotsPerSeg][slot%slotsPerSeg] = slotWord(ne)

@@ -394,32 +394,11 @@ func (t *Table) nativeWriteSlot(slot uint64, old slotEntry, gs []group) error {
 		dObj: int32(newObjs - oldObjs), dKeys: int32(len(gs) - oldKeys)}
 	var ne nativeEntry
 	if len(gs) > 0 {
-		size := uint64(nativeBucketHeader)
-		for i := range gs {
-			for j := range gs[i].objs {
-				size += uint64(nativeObjectRecordSize(len(gs[i].objs[j].enc)))
-			}
-		}
 		var err error
-		if ne, err = nat.alloc.alloc(size); err != nil {
-			return fmt.Errorf("%w: %s", err, t.path)
-		}
-		h := nativeBucketHead{seq: nat.seq + 1, slot: uint32(slot), level: t.nativeLevel(slot), size: size}
-		buf := slices.Grow(t.wbuf[:0], int(size))[:nativeBucketHeader]
-		h.encode(buf)
-		for i := range gs {
-			for j := range gs[i].objs {
-				buf = appendNativeObject(buf, gs[i].objs[j].enc)
-			}
-		}
-		t.wbuf = buf
-		if err := t.nativeCover(ne.off() + ne.room()); err != nil {
+		if ne, err = t.writeNativeBucket(slot, gs, nat.seq+1); err != nil {
 			return err
 		}
-		if err := t.writeAt(buf, int64(ne.off())); err != nil {
-			return err
-		}
-		rec.typ, rec.entry, rec.bsum = recPut, uint64(ne), le.Uint64(buf)
+		rec.typ, rec.entry, rec.bsum = recPut, uint64(ne), le.Uint64(t.wbuf)
 	}
 	if err := t.appendLog(&rec); err != nil {
 		return err
@@ -439,6 +418,38 @@ func (t *Table) nativeWriteSlot(slot uint64, old slotEntry, gs []group) error {
 	nat.dirty[slot/nativeSlotsPerSeg] = struct{}{}
 	t.changes++
 	return nil
+}
+
+// writeNativeBucket writes the bucket of slot that holds gs, with seq,
+// into a new cell or block and returns its entry; the bucket's bytes stay
+// in t.wbuf (their first word is the log record's bsum).
+func (t *Table) writeNativeBucket(slot uint64, gs []group, seq uint64) (nativeEntry, error) {
+	size := uint64(nativeBucketHeader)
+	for i := range gs {
+		for j := range gs[i].objs {
+			size += uint64(nativeObjectRecordSize(len(gs[i].objs[j].enc)))
+		}
+	}
+	ne, err := t.nat.alloc.alloc(size)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s", err, t.path)
+	}
+	h := nativeBucketHead{seq: seq, slot: uint32(slot), level: t.nativeLevel(slot), size: size}
+	buf := slices.Grow(t.wbuf[:0], int(size))[:nativeBucketHeader]
+	h.encode(buf)
+	for i := range gs {
+		for j := range gs[i].objs {
+			buf = appendNativeObject(buf, gs[i].objs[j].enc)
+		}
+	}
+	t.wbuf = buf
+	if err := t.nativeCover(ne.off() + ne.room()); err != nil {
+		return 0, err
+	}
+	if err := t.writeAt(buf, int64(ne.off())); err != nil {
+		return 0, err
+	}
+	return ne, nil
 }
 
 // nativeCover makes the file reach end, so that a bucket read of a whole
