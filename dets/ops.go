@@ -111,6 +111,7 @@ type opScratch struct {
 	keep, move []group
 	freed      []slotEntry
 	fresh      writeBatch
+	split      splitHashes // growAt's in-place key hashes
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(opScratch) }}
