@@ -22,8 +22,9 @@ import (
 // first change and one to order the data before the closed header (docs/
 // reliability.md); bbolt one after its data pages and one after its meta
 // page. So each round times, interleaved in a rotated order: the godets
-// cycle, bbolt's durable cycle, bbolt's NoSync cycle (the same work less
-// its two fdatasyncs), and a bare fdatasync of a small overwrite in the
+// cycle, the same with Durability LikeOTP (less its second fdatasync),
+// bbolt's durable cycle, bbolt's NoSync cycle (the same work less its two
+// fdatasyncs), and a bare fdatasync of a small overwrite in the
 // same directory; the report gives every figure in fdatasyncs. Runs only
 // with BENCH_PEERS=1 or BENCH_COMPARE=1; never fails on speed.
 func TestSessionSyncBound(t *testing.T) {
@@ -32,7 +33,7 @@ func TestSessionSyncBound(t *testing.T) {
 	}
 	rounds, iters := benchRounds(t), sessionIters(t)
 	dir := t.TempDir()
-	sd := newSessionData(3 * rounds * (sessionWarmup + iters)) // three inserting cycles a round
+	sd := newSessionData(4 * rounds * (sessionWarmup + iters)) // four inserting cycles a round
 	bolt := bboltSystem()
 	bases := map[string]string{"godets": filepath.Join(dir, "godets-base"), "bbolt": filepath.Join(dir, "bbolt-base")}
 	if err := buildStore(godetsSystem(), bases["godets"], sd.look); err != nil {
@@ -79,6 +80,17 @@ func TestSessionSyncBound(t *testing.T) {
 				})
 			})
 		}},
+		{"godets LikeOTP", func() measure { // the same less the fsync before the closed header
+			path := copyBase("godets likeotp")
+			opts := exclusive.Options{Table: dets.Options{Durability: dets.LikeOTP}}
+			return cycles(t, iters, func(int) error {
+				i := next
+				next++
+				return exclusive.With(path, opts, func(tb *dets.Table) error {
+					return tb.Insert(sd.ins.Objects[i])
+				})
+			})
+		}},
 		{"bbolt Update", func() measure {
 			path := copyBase("bbolt durable")
 			return insertCycles(func() (Store, error) { return bolt.Open(path, SetLayout, Durable) })
@@ -108,11 +120,12 @@ func TestSessionSyncBound(t *testing.T) {
 	sync := med("fdatasync")
 	t.Logf("medians of %d rounds of %d cycles (a 1,000-object table, one new object a cycle):", rounds, iters)
 	for _, w := range work {
-		t.Logf("  %-13s %9s = %.2f fdatasyncs", w.name, ns(med(w.name)), med(w.name)/sync)
+		t.Logf("  %-15s %9s = %.2f fdatasyncs", w.name, ns(med(w.name)), med(w.name)/sync)
 	}
-	t.Logf("  godets / bbolt Update %.2f; bbolt's two fdatasyncs (Update - NoSync) %s = %.2f bare ones",
+	t.Logf("  godets / bbolt Update %.2f; bbolt's two fdatasyncs (Update - NoSync) %s = %.2f bare ones; godets' second (With - LikeOTP) %s = %.2f",
 		med("godets With")/med("bbolt Update"), ns(med("bbolt Update")-med("bbolt NoSync")),
-		(med("bbolt Update")-med("bbolt NoSync"))/sync)
+		(med("bbolt Update")-med("bbolt NoSync"))/sync, ns(med("godets With")-med("godets LikeOTP")),
+		(med("godets With")-med("godets LikeOTP"))/sync)
 }
 
 // bareSyncs times iters fdatasyncs, each after a 128-byte overwrite of
