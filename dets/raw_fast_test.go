@@ -122,3 +122,36 @@ func TestFlatChecksMatchRawCheck(t *testing.T) {
 		t.Fatalf("seed %d: %d buckets flat, %d not: the cases are not mixed", seed, flat, other)
 	}
 }
+
+// TestBinaryEncodingMatchesValidate: what binaryEncoding accepts as a
+// key etf.Validate accepts, over random binaries with random damage.
+// Seeded: -seed or GODETS_SEED.
+func TestBinaryEncodingMatchesValidate(t *testing.T) {
+	seed := uint64(testutil.Seed(t))
+	r := rand.New(rand.NewPCG(seed, 24))
+	yes, no := 0, 0
+	for i := range 20000 {
+		k := make([]byte, r.IntN(20))
+		key := binary.BigEndian.AppendUint32([]byte{131, 109}, uint32(len(k)))
+		key = append(key, k...)
+		switch r.IntN(4) {
+		case 0:
+			key[r.IntN(len(key))] = byte(r.IntN(256))
+		case 1:
+			key = key[:r.IntN(len(key))]
+		case 2:
+			key = append(key, byte(r.IntN(256)))
+		}
+		if binaryEncoding(key) {
+			yes++
+			if err := etf.Validate(key); err != nil {
+				t.Fatalf("seed %d, key %d % x: binaryEncoding accepts it, Validate says %v", seed, i, key, err)
+			}
+		} else {
+			no++
+		}
+	}
+	if yes < 1000 || no < 1000 {
+		t.Fatalf("seed %d: %d accepted, %d not: the cases are not mixed", seed, yes, no)
+	}
+}
