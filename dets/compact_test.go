@@ -27,17 +27,17 @@ func TestCompactTailFixedPoint(t *testing.T) {
 			path := tmpFile(t, "c.dets")
 			tab := mustOpen(t, path, Options{Kind: kind})
 			moved := countMoves(tab)
-			m := newRPModel(kind)
+			m := newModel(kind)
 			for i := range 5000 {
 				k := i // first distinct keys, as bench.Build inserts them
 				if i >= 4000 {
 					k = r.IntN(4000)
 				}
 				o := rpObj(k, i%2, r.IntN(150))
-				m.put(t, tab, o)
+				insertBoth(t, tab, m, o)
 				if i >= 4000 && i%7 == 0 {
 					k := etf.Int(r.IntN(4000))
-					m.del(t, tab, k)
+					deleteBoth(t, tab, m, k)
 				}
 			}
 			if err := tab.Close(); err != nil {
@@ -51,8 +51,8 @@ func TestCompactTailFixedPoint(t *testing.T) {
 				t.Fatal("the close moved no bucket; single inserts leave holes, so it should")
 			}
 			ro := openT(t, path, Options{ReadOnly: true})
-			if got := rpContents(t, ro); !slices.Equal(got, m.sorted()) {
-				t.Fatalf("reopened table has %d objects, want %d", len(got), len(m.sorted()))
+			if got := rpContents(t, ro); !slices.Equal(got, m.Objects()) {
+				t.Fatalf("reopened table has %d objects, want %d", len(got), len(m.Objects()))
 			}
 			if kind == DuplicateBag {
 				return

@@ -85,16 +85,16 @@ func rpMakeFixture(t testing.TB, kind Kind, nKeys int) rpFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newRPModel(kind)
+	m := newModel(kind)
 	for i := range nKeys * 2 {
 		o := rpFixtureObj(t, i%nKeys, i%3, (i%5)*6)
 		if i == 7 {
 			o = rpFixtureObj(t, i%nKeys, 9, 1500)
 		}
-		m.put(t, tab, o)
+		insertBoth(t, tab, m, o)
 	}
 	for k := 0; k < nKeys; k += 5 {
-		m.del(t, tab, etf.Int(k))
+		deleteBoth(t, tab, m, etf.Int(k))
 	}
 	if err := tab.Close(); err != nil {
 		t.Fatal(err)
@@ -103,8 +103,8 @@ func rpMakeFixture(t testing.TB, kind Kind, nKeys int) rpFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := rpFixture{kind: kind, img: img, objs: map[string]bool{}, n: len(m.sorted())}
-	for _, e := range m.sorted() {
+	f := rpFixture{kind: kind, img: img, objs: map[string]bool{}, n: len(m.Objects())}
+	for _, e := range m.Objects() {
 		f.objs[e] = true
 	}
 	return f
@@ -584,8 +584,8 @@ func TestRepairCrashSafety(t *testing.T) {
 	external := withTuning(Options{}, func(tn *tuning) { tn.repairMemEntries = 50 })
 	r := rand.New(rand.NewPCG(rpSeed(t), 6))
 	for _, kind := range rpKinds {
-		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 400)
-		want := m.sorted()
+		img, m, _ := rpDirtyImage(t, t.TempDir(), kind, r, 400)
+		want := m.Objects()
 		clean := newRPMemFS()
 		clean.put("t.dets", img)
 		opts := external
@@ -647,7 +647,7 @@ func TestRepairExternalSort(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(rpSeed(t), 7))
 	for _, kind := range rpKinds {
-		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 3000)
+		img, m, _ := rpDirtyImage(t, t.TempDir(), kind, r, 3000)
 		for _, limit := range []int{7, 1000, 1 << 20} {
 			mfs := newRPMemFS()
 			mfs.put("t.dets", img)
@@ -670,8 +670,8 @@ func TestRepairExternalSort(t *testing.T) {
 			if st.ExternalSort != (int(st.ObjectsFound) >= limit) {
 				t.Errorf("limit %d, %d objects: ExternalSort = %v", limit, st.ObjectsFound, st.ExternalSort)
 			}
-			if got := rpMemReopenClean(t, mfs, "t.dets", kind.String()); !slices.Equal(got, m.sorted()) {
-				t.Fatalf("%s, limit %d: %d objects, want %d", kind, limit, len(got), len(m.sorted()))
+			if got := rpMemReopenClean(t, mfs, "t.dets", kind.String()); !slices.Equal(got, m.Objects()) {
+				t.Fatalf("%s, limit %d: %d objects, want %d", kind, limit, len(got), len(m.Objects()))
 			}
 			rpMemNoTemps(t, mfs, kind.String())
 		}

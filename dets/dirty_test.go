@@ -24,13 +24,13 @@ func TestDirtyKeepsStaleFreeLists(t *testing.T) {
 		for _, after := range []int{1, 40} { // inserts after the save
 			path := filepath.Join(t.TempDir(), "t.dets")
 			tab := mustOpen(t, path, Options{Kind: kind})
-			m := newRPModel(kind)
+			m := newModel(kind)
 			for i := range 600 {
 				o := rpObj(rng.Intn(300), i%3, rng.Intn(200))
-				m.put(t, tab, o)
+				insertBoth(t, tab, m, o)
 				if i%4 == 0 {
 					k := etf.Int(rng.Intn(300))
-					m.del(t, tab, k)
+					deleteBoth(t, tab, m, k)
 				}
 			}
 			if err := tab.Sync(); err != nil {
@@ -43,7 +43,7 @@ func TestDirtyKeepsStaleFreeLists(t *testing.T) {
 			}
 			for i := range after {
 				o := rpObj(1000+i, 0, rng.Intn(200))
-				m.put(t, tab, o)
+				insertBoth(t, tab, m, o)
 			}
 			img := readFileT(t, path)
 			if len(img) < len(synced) {
@@ -56,7 +56,7 @@ func TestDirtyKeepsStaleFreeLists(t *testing.T) {
 				t.Fatal(err)
 			}
 			rpReopenClean(t, path)
-			imgs, want, kinds = append(imgs, img), append(want, m.sorted()), append(kinds, kind)
+			imgs, want, kinds = append(imgs, img), append(want, m.Objects()), append(kinds, kind)
 		}
 	}
 	ckCrashImages(t, r, kinds, imgs, want)

@@ -206,15 +206,15 @@ func TestMappedCrashImage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := newRPModel(kind)
+		m := newModel(kind)
 		for i := range 4000 {
 			k := rng.Intn(1500)
 			if rng.Intn(5) == 0 {
-				m.del(t, tab, etf.Int(k))
+				deleteBoth(t, tab, m, etf.Int(k))
 				continue
 			}
 			o := rpObj(k, i%3, rng.Intn(400))
-			m.put(t, tab, o)
+			insertBoth(t, tab, m, o)
 		}
 		if !tab.mmWritable || !tab.extended {
 			t.Fatalf("%s: writes did not go through an extended map (writable %v, extended %v)", kind, tab.mmWritable, tab.extended)
@@ -232,7 +232,7 @@ func TestMappedCrashImage(t *testing.T) {
 		rpReopenClean(t, path)
 
 		imgs = append(imgs, img)
-		want = append(want, m.sorted())
+		want = append(want, m.Objects())
 	}
 	ckCrashImages(t, r, rpKinds, imgs, want)
 }

@@ -23,15 +23,15 @@ func rfDirtyImage(t *testing.T, n int) ([]byte, []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newRPModel(Set)
+	m := newModel(Set)
 	for i := range n {
-		m.put(t, tab, rpObj(i, i, 100))
+		insertBoth(t, tab, m, rpObj(i, i, 100))
 	}
 	img := readFileT(t, path)
 	if err := tab.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return img, m.sorted()
+	return img, m.Objects()
 }
 
 // rfFill writes zeros to a file in dir until the file system is full.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/internal/crashfs"
+	mdl "github.com/godets/godets/internal/model"
 	"github.com/godets/godets/internal/otptest"
 )
 
@@ -36,15 +37,6 @@ func rpObj(k, v int, pad int) etf.Term {
 	return etf.Tuple{etf.Int(k), etf.Int(v), etf.Binary(bytes.Repeat([]byte{byte(k)}, pad))}
 }
 
-// model is a multiset of encoded objects with the kind's insert rules.
-type rpModel struct {
-	kind  Kind
-	objs  map[string][]string // key encoding -> object encodings in order
-	clean bool                // rpDirtyImage: the last op was a Sync, so the file is closed properly
-}
-
-func newRPModel(kind Kind) *rpModel { return &rpModel{kind: kind, objs: map[string][]string{}} }
-
 func rpEnc(t testing.TB, x etf.Term) string {
 	b, err := etf.Encode(x)
 	if err != nil {
@@ -53,47 +45,22 @@ func rpEnc(t testing.TB, x etf.Term) string {
 	return string(b)
 }
 
-func (m *rpModel) insert(t testing.TB, o etf.Term) {
-	k := rpEnc(t, o.(etf.Tuple)[0])
-	e := rpEnc(t, o)
-	switch m.kind {
-	case Set:
-		m.objs[k] = []string{e}
-	case Bag:
-		l := slices.DeleteFunc(m.objs[k], func(s string) bool { return s == e })
-		m.objs[k] = append(l, e)
-	default:
-		m.objs[k] = append(m.objs[k], e)
-	}
-}
-
-func (m *rpModel) delete(t testing.TB, key etf.Term) { delete(m.objs, rpEnc(t, key)) }
-
-// put inserts o into tab and into the model.
-func (m *rpModel) put(t testing.TB, tab *Table, o etf.Term) {
+// insertBoth inserts o into tab and into the model m.
+func insertBoth(t testing.TB, tab *Table, m *mdl.Model, o etf.Term) {
 	t.Helper()
 	if err := tab.Insert(o); err != nil {
 		t.Fatal(err)
 	}
-	m.insert(t, o)
+	m.Insert(o)
 }
 
-// del deletes key from tab and from the model.
-func (m *rpModel) del(t testing.TB, tab *Table, key etf.Term) {
+// deleteBoth deletes key from tab and from the model m.
+func deleteBoth(t testing.TB, tab *Table, m *mdl.Model, key etf.Term) {
 	t.Helper()
 	if err := tab.Delete(key); err != nil {
 		t.Fatal(err)
 	}
-	m.delete(t, key)
-}
-
-func (m *rpModel) sorted() []string {
-	var out []string
-	for _, l := range m.objs {
-		out = append(out, l...)
-	}
-	slices.Sort(out)
-	return out
+	m.Delete(key)
 }
 
 // contents returns the sorted encodings of every object in t.
@@ -128,10 +95,10 @@ func rpReopenClean(t testing.TB, path string) []string {
 // rpDirtyImage runs ops on a table of kind in dir and returns the bytes of the
 // file as a kill -9 would leave them after the last op (the table is not
 // closed when the bytes are taken), plus the model of the state. The file is
-// dirty unless the last op was a Sync (m.clean): every insert and delete
+// dirty unless the last op was a Sync (clean): every insert and delete
 // marks it dirty, even one that changes nothing, and a new file starts
 // dirty.
-func rpDirtyImage(t testing.TB, dir string, kind Kind, r *rand.Rand, nOps int) ([]byte, *rpModel) {
+func rpDirtyImage(t testing.TB, dir string, kind Kind, r *rand.Rand, nOps int) (img []byte, m *mdl.Model, clean bool) {
 	t.Helper()
 	path := filepath.Join(dir, fmt.Sprintf("src-%d.dets", r.Uint64()))
 	tab, err := Open(path, Options{Kind: kind})
@@ -140,32 +107,32 @@ func rpDirtyImage(t testing.TB, dir string, kind Kind, r *rand.Rand, nOps int) (
 	}
 	defer os.Remove(path)
 	defer tab.Close()
-	m := newRPModel(kind)
+	m = newModel(kind)
 	keys := max(nOps/4, 4)
 	for i := range nOps {
 		k := r.IntN(keys)
 		x := r.IntN(100)
-		m.clean = x >= 85 && x < 88
+		clean = x >= 85 && x < 88
 		switch {
 		case x < 70:
 			o := rpObj(k, r.IntN(3), r.IntN(3)*r.IntN(300))
-			m.put(t, tab, o)
+			insertBoth(t, tab, m, o)
 		case x < 85:
-			m.del(t, tab, etf.Int(k))
+			deleteBoth(t, tab, m, etf.Int(k))
 		case x < 88:
 			if err := tab.Sync(); err != nil {
 				t.Fatal(err)
 			}
 		default:
 			o := rpObj(k, i, 10)
-			m.put(t, tab, o)
+			insertBoth(t, tab, m, o)
 		}
 	}
-	b, err := os.ReadFile(path)
+	img, err = os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b, m
+	return img, m, clean
 }
 
 func rpWriteFile(t testing.TB, path string, b []byte) {
@@ -196,10 +163,10 @@ func TestRepairGoDirtyFiles(t *testing.T) {
 		for _, nOps := range []int{0, 1, 10, 300, 2000} {
 			t.Run(fmt.Sprintf("%s/%d", kind, nOps), func(t *testing.T) {
 				dir := t.TempDir()
-				img, m := rpDirtyImage(t, dir, kind, r, nOps)
+				img, m, clean := rpDirtyImage(t, dir, kind, r, nOps)
 				path := filepath.Join(dir, "t.dets")
 				rpWriteFile(t, path, img)
-				if m.clean {
+				if clean {
 					tab, err := Open(path, Options{})
 					if err != nil {
 						t.Fatalf("NoRepair on a file whose last op was Sync: %v", err)
@@ -211,14 +178,14 @@ func TestRepairGoDirtyFiles(t *testing.T) {
 					if err := tab.Close(); err != nil {
 						t.Fatal(err)
 					}
-					if want := m.sorted(); !slices.Equal(got, want) {
+					if want := m.Objects(); !slices.Equal(got, want) {
 						t.Fatalf("synced file has %d objects, model %d", len(got), len(want))
 					}
 				} else if _, err := Open(path, Options{}); !errors.Is(err, ErrNeedsRepair) {
 					t.Fatalf("NoRepair on a dirty file: %v, want ErrNeedsRepair", err)
 				}
 				if b, _ := os.ReadFile(path); !bytes.Equal(b, img) {
-					t.Fatalf("NoRepair (clean=%v) changed the file", m.clean)
+					t.Fatalf("NoRepair (clean=%v) changed the file", clean)
 				}
 				tab, err := Open(path, Options{Repair: AutoRepair})
 				if err != nil {
@@ -231,7 +198,7 @@ func TestRepairGoDirtyFiles(t *testing.T) {
 				if err := tab.Close(); err != nil {
 					t.Fatal(err)
 				}
-				if want := m.sorted(); !slices.Equal(got, want) {
+				if want := m.Objects(); !slices.Equal(got, want) {
 					t.Fatalf("repaired table has %d objects, model %d", len(got), len(want))
 				}
 				if again := rpReopenClean(t, path); !slices.Equal(again, got) {
@@ -257,13 +224,13 @@ func TestRepairForceCompacts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := newRPModel(kind)
+			m := newModel(kind)
 			for i := range 3000 {
 				o := rpObj(i%1000, r.IntN(5), r.IntN(200))
-				m.put(t, tab, o)
+				insertBoth(t, tab, m, o)
 			}
 			for k := 0; k < 1000; k += 3 {
-				m.del(t, tab, etf.Int(k))
+				deleteBoth(t, tab, m, etf.Int(k))
 			}
 			if err := tab.Close(); err != nil {
 				t.Fatal(err)
@@ -278,8 +245,8 @@ func TestRepairForceCompacts(t *testing.T) {
 			}
 			got := rpContents(t, tab)
 			tab.Close()
-			if !slices.Equal(got, m.sorted()) {
-				t.Fatalf("compaction changed the contents: %d objects, want %d", len(got), len(m.sorted()))
+			if !slices.Equal(got, m.Objects()) {
+				t.Fatalf("compaction changed the contents: %d objects, want %d", len(got), len(m.Objects()))
 			}
 			after, _ := os.Stat(path)
 			t.Logf("%s: %d -> %d bytes", kind, before.Size(), after.Size())
@@ -454,13 +421,13 @@ func TestRepairParallelBuild(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				m := newRPModel(kind)
+				m := newModel(kind)
 				for i := range n {
 					o := rpObj(i%(n/3+1), r.IntN(4), r.IntN(600))
 					if i%97 == 0 {
 						o = rpObj(7, i, 500) // key 7 grows a large bucket
 					}
-					m.put(t, tab, o)
+					insertBoth(t, tab, m, o)
 				}
 				img, err := os.ReadFile(src) // dirty: the table is still open
 				if err != nil {
@@ -490,7 +457,7 @@ func TestRepairParallelBuild(t *testing.T) {
 					got[i] = rpReopenClean(t, path)
 					rpNoTemps(t, dir)
 				}
-				if want := m.sorted(); !slices.Equal(got[0], want) || !slices.Equal(got[1], want) {
+				if want := m.Objects(); !slices.Equal(got[0], want) || !slices.Equal(got[1], want) {
 					t.Fatalf("repaired tables hold %d and %d objects, model %d", len(got[0]), len(got[1]), len(want))
 				}
 				if stats[0] != stats[1] {
@@ -578,8 +545,8 @@ func TestRepairParallelBuildFaults(t *testing.T) {
 	twoBuilders := withTuning(Options{}, func(tn *tuning) { tn.parallelBuildMin = 0 })
 	r := rand.New(rand.NewPCG(rpSeed(t), 23))
 	for _, kind := range rpKinds {
-		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 4000)
-		want := m.sorted()
+		img, m, _ := rpDirtyImage(t, t.TempDir(), kind, r, 4000)
+		want := m.Objects()
 		split := newRPMemFS()
 		split.put("t.dets", img)
 		opts, splits := countSplits(twoBuilders)
@@ -619,8 +586,8 @@ func TestRepairEarlySync(t *testing.T) {
 	everyWrite := withTuning(Options{}, func(tn *tuning) { tn.earlySyncBytes = 1 })
 	r := rand.New(rand.NewPCG(rpSeed(t), 29))
 	for _, kind := range rpKinds {
-		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 3000)
-		want := m.sorted()
+		img, m, _ := rpDirtyImage(t, t.TempDir(), kind, r, 3000)
+		want := m.Objects()
 
 		mfs := newRPMemFS()
 		mfs.put("t.dets", img)

@@ -15,8 +15,8 @@ import (
 // still repairs to its content; at zero the same repair stays in memory.
 // Not parallel: the hook is global.
 func TestTestHookRepairMemEntries(t *testing.T) {
-	img, m := rpDirtyImage(t, t.TempDir(), Set, rand.New(rand.NewPCG(1, 2)), 400)
-	want := m.sorted()
+	img, m, _ := rpDirtyImage(t, t.TempDir(), Set, rand.New(rand.NewPCG(1, 2)), 400)
+	want := m.Objects()
 	sortFiles := func() int {
 		cfs := crashfs.New()
 		cfs.Put("t.dets", img)
