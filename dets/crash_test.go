@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
@@ -55,17 +54,6 @@ import (
 //	   whose bucket was rewritten after the sync can be lost, and a deleted
 //	   one can come back (docs/reliability.md §7: those guarantees need the native
 //	   format). The losses are counted and logged.
-
-// ckFS adapts crashfs.FS to FS.
-type ckFS struct{ *crashfs.FS }
-
-func (c ckFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
-	f, err := c.FS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
-}
 
 const ckPath = "w.dets"
 
@@ -164,7 +152,7 @@ func ckRun(t testing.TB, cfs *crashfs.FS, kind Kind, ops []ckOp, tune ...func(*t
 // ckRunFormat is ckRun for a table created in format.
 func ckRunFormat(t testing.TB, cfs *crashfs.FS, kind Kind, format Format, ops []ckOp, tune ...func(*tuning)) (steps []ckStep, tab *Table, failAt int, ferr error) {
 	tr := mdl.NewTracker(mdl.Kind(kind), 1)
-	fsys := ckFS{cfs}
+	fsys := memFS{cfs}
 	snapshot := func(op ckOp, start int, pre, saved *mdl.Model, save bool) ckStep {
 		ever := make(map[string]bool, len(tr.Ever))
 		for e := range tr.Ever {
@@ -369,7 +357,7 @@ func ckImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.
 	c := ckLocate(t, steps, k, what)
 	s, boundary, pre, post, saved, cleanOK, shortOK := c.step, c.boundary, c.pre, c.post, c.saved, c.cleanOK, c.shortOK
 
-	fsys := ckFS{img}
+	fsys := memFS{img}
 	before := img.Get(ckPath)
 	exists := img.Exists(ckPath)
 	if !exists {
@@ -530,6 +518,20 @@ func ckPoints(log []crashfs.Record, r *rand.Rand, nRand int) []int {
 	return out
 }
 
+// ckAllImages checks (ckImage) the crash images of cfs's log at its
+// ckPoints, in each of modes; st holds the counts of each mode and label
+// names the workload in failures.
+func ckAllImages(t *testing.T, cfs *crashfs.FS, steps []ckStep, r *rand.Rand, modes []crashfs.Mode, st []ckStats, label string) {
+	t.Helper()
+	log := cfs.Log()
+	for _, k := range ckPoints(log, r, 10) {
+		for mi, mode := range modes {
+			what := fmt.Sprintf("%s crash after op %d of %d (%s)", label, k, len(log), mode)
+			ckImage(t, cfs.Image(k, mode, r), steps, k, mode, &st[mi], what)
+		}
+	}
+}
+
 // TestCrashImages is C3: for each kind and several seeds, a workload of up
 // to 40 steps, crash images at every persistence point and at random
 // points, in every crashfs mode.
@@ -562,13 +564,7 @@ func ckCrashImagesFor(t *testing.T, modes []crashfs.Mode) {
 					t.Fatalf("seed %d/%d: workload failed at step %d: %v", seed, si, failAt, err)
 				}
 				tab.Close()
-				log := cfs.Log()
-				for _, k := range ckPoints(log, r, 10) {
-					for mi, mode := range modes {
-						what := fmt.Sprintf("seed %d/%d crash after op %d of %d (%s)", seed, si, k, len(log), mode)
-						ckImage(t, cfs.Image(k, mode, r), steps, k, mode, &st[mi], what)
-					}
-				}
+				ckAllImages(t, cfs, steps, r, modes, st, fmt.Sprintf("seed %d/%d", seed, si))
 			}
 			for mi, mode := range modes {
 				s := st[mi]
@@ -636,7 +632,7 @@ func TestDurabilityFsyncs(t *testing.T) {
 		close, sync int
 	}{{Ordered, 2, 3}, {LikeOTP, 1, 2}} {
 		cfs := crashfs.New()
-		fsys := ckFS{cfs}
+		fsys := memFS{cfs}
 		opts := Options{FS: fsys, Durability: tc.d}
 		tab, err := Open(ckPath, opts)
 		if err != nil {

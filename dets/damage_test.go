@@ -16,7 +16,6 @@ import (
 	"testing"
 
 	"github.com/godets/godets/etf"
-	"github.com/godets/godets/internal/crashfs"
 )
 
 // The damage rows of docs/reliability.md §3, on small fixtures of each
@@ -38,26 +37,6 @@ func rpFixtureObj(t testing.TB, k, v, pad int) etf.Term {
 	base := etf.Tuple{etf.Int(k), etf.Int(v), etf.Binary(bytes.Repeat([]byte{byte(k*7 + v)}, pad))}
 	return append(base, etf.Int(int64(crc32.ChecksumIEEE([]byte(rpEnc(t, base))))))
 }
-
-// rpMemFS adapts crashfs.FS (in memory: the damage matrix runs tens of
-// thousands of opens and repairs, and file-system syscalls would dominate
-// its run time) to the FS interface; Go needs the OpenFile result type to
-// match exactly.
-type rpMemFS struct{ *crashfs.FS }
-
-func newRPMemFS() *rpMemFS { return &rpMemFS{crashfs.New()} }
-
-func (m *rpMemFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
-	f, err := m.FS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
-}
-
-func (m *rpMemFS) put(name string, b []byte) { m.FS.Put(name, b) }
-func (m *rpMemFS) get(name string) []byte    { return m.FS.Get(name) }
-func (m *rpMemFS) names() []string           { return m.FS.Names() }
 
 // rpSelfCheck reports whether an object read back is internally consistent.
 func rpSelfCheck(t testing.TB, o etf.Term) bool {
@@ -136,7 +115,7 @@ func rpDamageCase(t *testing.T, dir string, fx rpFixture, img []byte, what strin
 			t.Fatalf("%s: panic: %v\n%s", what, r, debug.Stack())
 		}
 	}()
-	mfs := newRPMemFS()
+	mfs := newMemFS()
 	path := "d.dets"
 	mfs.put(path, img)
 	tab, err := Open(path, Options{FS: mfs})
@@ -212,7 +191,7 @@ func rpRepairedCase(t *testing.T, dir string, fx rpFixture, img []byte, what str
 			t.Fatalf("%s: panic: %v\n%s", what, r, debug.Stack())
 		}
 	}()
-	mfs := newRPMemFS()
+	mfs := newMemFS()
 	path := "r.dets"
 	mfs.put(path, img)
 	_, err := Repair(path, Options{Kind: fx.kind, KeyPos: 1, FS: mfs}, nil)
@@ -240,7 +219,7 @@ func rpRepairedCase(t *testing.T, dir string, fx rpFixture, img []byte, what str
 	return len(got)
 }
 
-func rpMemNoTemps(t *testing.T, mfs *rpMemFS, what string) {
+func rpMemNoTemps(t *testing.T, mfs memFS, what string) {
 	t.Helper()
 	if n := mfs.names(); len(n) != 1 {
 		t.Fatalf("%s: files after the case: %v", what, n)
@@ -249,7 +228,7 @@ func rpMemNoTemps(t *testing.T, mfs *rpMemFS, what string) {
 
 // rpMemReopenClean opens path with NoRepair, checks it and returns the
 // sorted encodings of its objects.
-func rpMemReopenClean(t *testing.T, mfs *rpMemFS, path, what string) []string {
+func rpMemReopenClean(t *testing.T, mfs memFS, path, what string) []string {
 	t.Helper()
 	tab, err := Open(path, Options{FS: mfs})
 	if err != nil {
@@ -509,7 +488,7 @@ func rpFixMD5(b []byte) {
 // rpFaultFS fails the n-th mutating operation (1-based) and every later one,
 // as a crash at that point would stop the repair.
 type rpFaultFS struct {
-	*rpMemFS
+	memFS
 	n   int
 	mu  sync.Mutex // the repair's writer and early fsyncs step concurrently
 	ops int
@@ -538,7 +517,7 @@ func (f *rpFaultFS) OpenFile(name string, flag int, perm fs.FileMode) (File, err
 			return nil, err
 		}
 	}
-	file, err := f.rpMemFS.OpenFile(name, flag, perm)
+	file, err := f.memFS.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -549,7 +528,7 @@ func (f *rpFaultFS) Rename(a, b string) error {
 	if err := f.step(); err != nil {
 		return err
 	}
-	return f.rpMemFS.Rename(a, b)
+	return f.memFS.Rename(a, b)
 }
 
 func (f *rpFaultFS) SyncDir(d string) error {
@@ -586,14 +565,7 @@ func TestRepairCrashSafety(t *testing.T) {
 	for _, kind := range rpKinds {
 		img, m, _ := rpDirtyImage(t, t.TempDir(), kind, r, 400)
 		want := m.Objects()
-		clean := newRPMemFS()
-		clean.put("t.dets", img)
-		opts := external
-		opts.FS = clean
-		if _, err := Repair("t.dets", opts, nil); err != nil {
-			t.Fatal(err)
-		}
-		repaired := clean.get("t.dets")
+		repaired := repairInMemory(t, img, external).get("t.dets")
 		rpEachFault(t, kind, img, want, external, func(ffs *rpFaultFS) {
 			if !bytes.Equal(ffs.get("t.dets"), repaired) {
 				t.Fatalf("%s: the repair is not deterministic", kind)
@@ -606,6 +578,19 @@ func TestRepairCrashSafety(t *testing.T) {
 	}
 }
 
+// repairInMemory repairs img as t.dets in a new memFS with opts (its FS
+// replaced) and returns the memFS.
+func repairInMemory(t *testing.T, img []byte, opts Options) memFS {
+	t.Helper()
+	mfs := newMemFS()
+	mfs.put("t.dets", img)
+	opts.FS = mfs
+	if _, err := Repair("t.dets", opts, nil); err != nil {
+		t.Fatal(err)
+	}
+	return mfs
+}
+
 // rpEachFault repairs img with opts (its FS replaced) stopped at its n-th
 // mutating step, for n = 1, 2, ... until a repair runs to its end, which
 // finished checks. Each stopped repair must return the fault and leave a
@@ -614,7 +599,7 @@ func TestRepairCrashSafety(t *testing.T) {
 func rpEachFault(t *testing.T, kind Kind, img []byte, want []string, opts Options, finished func(*rpFaultFS), left func(*rpFaultFS, int)) {
 	t.Helper()
 	for n := 1; ; n++ {
-		ffs := &rpFaultFS{rpMemFS: newRPMemFS(), n: n}
+		ffs := &rpFaultFS{memFS: newMemFS(), n: n}
 		ffs.put("t.dets", img)
 		opts.FS = ffs
 		_, err := Repair("t.dets", opts, nil)
@@ -631,10 +616,10 @@ func rpEachFault(t *testing.T, kind Kind, img []byte, want []string, opts Option
 		if _, err := Repair("t.dets", opts, nil); err != nil {
 			t.Fatalf("%s: repair after a fault at step %d: %v", kind, n, err)
 		}
-		if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
+		if got := rpMemReopenClean(t, ffs.memFS, "t.dets", kind.String()); !slices.Equal(got, want) {
 			t.Fatalf("%s: fault at step %d, then repair: %d objects, want %d", kind, n, len(got), len(want))
 		}
-		rpMemNoTemps(t, ffs.rpMemFS, kind.String())
+		rpMemNoTemps(t, ffs.memFS, kind.String())
 		if n > 10000 {
 			t.Fatal("repair never finished")
 		}
@@ -649,7 +634,7 @@ func TestRepairExternalSort(t *testing.T) {
 	for _, kind := range rpKinds {
 		img, m, _ := rpDirtyImage(t, t.TempDir(), kind, r, 3000)
 		for _, limit := range []int{7, 1000, 1 << 20} {
-			mfs := newRPMemFS()
+			mfs := newMemFS()
 			mfs.put("t.dets", img)
 			var last RepairProgress
 			var calls int

@@ -166,7 +166,7 @@ func ftCase(t *testing.T, kind Kind, ops []ckOp, opk crashfs.OpKind, n int, errn
 // when the file is too short to be a table (a failure inside the create).
 func ftRepairContents(t *testing.T, cfs *crashfs.FS, what string) []string {
 	t.Helper()
-	fsys := ckFS{cfs}
+	fsys := memFS{cfs}
 	tab, err := Open(ckPath, Options{FS: fsys, Repair: AutoRepair})
 	if err != nil {
 		if errors.Is(err, ErrNotDETS) && len(cfs.Get(ckPath)) < headerEnd {

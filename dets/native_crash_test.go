@@ -185,7 +185,7 @@ func ncImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.
 		c.cleanOK = append(c.cleanOK, c.step.post.Objects())
 	}
 	inCreate := c.step.op.what == "create"
-	fsys := ckFS{img}
+	fsys := memFS{img}
 	if !img.Exists(ckPath) {
 		if !inCreate {
 			t.Fatalf("%s: the table file is gone", what)
@@ -374,11 +374,11 @@ func TestNativeCrashInRecovery(t *testing.T) {
 			for _, k := range points {
 				for _, mode := range []crashfs.Mode{crashfs.AllWritten, crashfs.Subset} {
 					img := cfs.Image(k, mode, r)
-					if _, err := Open(ckPath, Options{FS: ckFS{img}}); !errors.Is(err, ErrNeedsRepair) {
+					if _, err := Open(ckPath, Options{FS: memFS{img}}); !errors.Is(err, ErrNeedsRepair) {
 						continue // this image needs no recovery
 					}
 					from := img.Ops()
-					tab, err := Open(ckPath, Options{FS: ckFS{img}, Repair: AutoRepair})
+					tab, err := Open(ckPath, Options{FS: memFS{img}, Repair: AutoRepair})
 					if err != nil {
 						t.Fatalf("seed %d/%d op %d %s: first recovery: %v", seed, si, k, mode, err)
 					}
@@ -391,11 +391,11 @@ func TestNativeCrashInRecovery(t *testing.T) {
 							cases++
 							what := fmt.Sprintf("seed %d/%d op %d %s, recovery crashed after its op %d (%s)", seed, si, k, mode, k2-from, m2)
 							img2 := img.Image(k2, m2, r)
-							tab, err := Open(ckPath, Options{FS: ckFS{img2}, Repair: AutoRepair})
+							tab, err := Open(ckPath, Options{FS: memFS{img2}, Repair: AutoRepair})
 							if err != nil {
 								t.Fatalf("%s: second recovery: %v", what, err)
 							}
-							got := ckSettled(t, ckFS{img2}, tab, what)
+							got := ckSettled(t, memFS{img2}, tab, what)
 							if !slices.Equal(got, want) {
 								t.Fatalf("%s: %d objects, the first recovery gave %d (missing %v, extra %v)",
 									what, len(got), len(want), ckShow(mdl.Missing(want, got)), ckShow(mdl.Missing(got, want)))
@@ -463,11 +463,11 @@ func TestNativeCrashTornMeta(t *testing.T) {
 					img := crashfs.New()
 					img.Put(ckPath, b)
 					what := fmt.Sprintf("seed %d %s: meta of %s at op %d %s", seed, kind, s.op.what, i, how)
-					tab, err := Open(ckPath, Options{FS: ckFS{img}, Repair: AutoRepair})
+					tab, err := Open(ckPath, Options{FS: memFS{img}, Repair: AutoRepair})
 					if err != nil {
 						t.Fatalf("%s: %v", what, err)
 					}
-					got := ckSettled(t, ckFS{img}, tab, what)
+					got := ckSettled(t, memFS{img}, tab, what)
 					// A delete_all_objects is a checkpoint of a new tree: its
 					// meta lost gives the state before it, whole the one after.
 					if want := s.pre.Objects(); !slices.Equal(got, want) && !(s.op.what == "deleteall" && slices.Equal(got, s.post.Objects())) {

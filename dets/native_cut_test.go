@@ -16,7 +16,7 @@ import (
 // before it, whose blocks the last epochs reused (§10.3).
 func TestNativeCloseCutKeepsFallback(t *testing.T) {
 	cfs := crashfs.New()
-	fsys := ckFS{cfs}
+	fsys := memFS{cfs}
 	tab, err := Open(ckPath, Options{Format: Native, FS: fsys})
 	must(t, err)
 	val := etf.Binary(make([]byte, 200))
@@ -64,7 +64,7 @@ func TestNativeCloseCutKeepsFallback(t *testing.T) {
 	}
 	img.Put(ckPath, b)
 
-	got, err := Open(ckPath, Options{FS: ckFS{img}, Repair: AutoRepair})
+	got, err := Open(ckPath, Options{FS: memFS{img}, Repair: AutoRepair})
 	if err != nil {
 		t.Fatalf("open of the image with the cut and without the Close's meta: %v", err)
 	}

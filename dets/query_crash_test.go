@@ -29,13 +29,7 @@ func TestCrashSelectDelete(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, uint64(si)<<8|uint64(kind)))
 				cfs := crashfs.New()
 				steps := queryCrashRun(t, cfs, kind, r)
-				log := cfs.Log()
-				for _, k := range ckPoints(log, r, 10) {
-					for mi, mode := range crashfs.Modes {
-						what := fmt.Sprintf("seed %d/%d crash after op %d of %d (%s)", seed, si, k, len(log), mode)
-						ckImage(t, cfs.Image(k, mode, r), steps, k, mode, &st[mi], what)
-					}
-				}
+				ckAllImages(t, cfs, steps, r, crashfs.Modes, st, fmt.Sprintf("seed %d/%d", seed, si))
 			}
 			for mi, mode := range crashfs.Modes {
 				s := st[mi]
@@ -49,7 +43,7 @@ func TestCrashSelectDelete(t *testing.T) {
 // cfs and returns its steps, with the model's state around each.
 func queryCrashRun(t *testing.T, cfs *crashfs.FS, kind Kind, r *rand.Rand) []ckStep {
 	tr := mdl.NewTracker(mdl.Kind(kind), 1)
-	fsys := ckFS{cfs}
+	fsys := memFS{cfs}
 	var steps []ckStep
 	step := func(what string, start int, pre, saved *mdl.Model, save bool) {
 		ever := make(map[string]bool, len(tr.Ever))

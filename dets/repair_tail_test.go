@@ -127,7 +127,7 @@ func rtDamage(r *rand.Rand, fx rtFixture, tg rtTarget) (img []byte, from, to int
 // result, those of them that were never written, and the repair's stats.
 func rtRepairMem(t *testing.T, fx rtFixture, img []byte) (got, foreign []string, st RepairStats) {
 	t.Helper()
-	mfs := newRPMemFS()
+	mfs := newMemFS()
 	mfs.put("t.dets", img)
 	st, err := Repair("t.dets", Options{FS: mfs}, nil)
 	if err != nil {

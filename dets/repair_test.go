@@ -547,7 +547,7 @@ func TestRepairParallelBuildFaults(t *testing.T) {
 	for _, kind := range rpKinds {
 		img, m, _ := rpDirtyImage(t, t.TempDir(), kind, r, 4000)
 		want := m.Objects()
-		split := newRPMemFS()
+		split := newMemFS()
 		split.put("t.dets", img)
 		opts, splits := countSplits(twoBuilders)
 		opts.FS = split
@@ -564,12 +564,12 @@ func TestRepairParallelBuildFaults(t *testing.T) {
 func rpEachFaultByContent(t *testing.T, kind Kind, img []byte, want []string, opts Options) {
 	t.Helper()
 	rpEachFault(t, kind, img, want, opts, func(ffs *rpFaultFS) {
-		if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
+		if got := rpMemReopenClean(t, ffs.memFS, "t.dets", kind.String()); !slices.Equal(got, want) {
 			t.Fatalf("%s: %d objects, want %d", kind, len(got), len(want))
 		}
 	}, func(ffs *rpFaultFS, n int) {
 		if now := ffs.get("t.dets"); !bytes.Equal(now, img) {
-			if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
+			if got := rpMemReopenClean(t, ffs.memFS, "t.dets", kind.String()); !slices.Equal(got, want) {
 				t.Fatalf("%s: fault at step %d left a new file with %d objects, want %d", kind, n, len(got), len(want))
 			}
 		}
@@ -589,13 +589,7 @@ func TestRepairEarlySync(t *testing.T) {
 		img, m, _ := rpDirtyImage(t, t.TempDir(), kind, r, 3000)
 		want := m.Objects()
 
-		mfs := newRPMemFS()
-		mfs.put("t.dets", img)
-		opts := everyWrite
-		opts.FS = mfs
-		if _, err := Repair("t.dets", opts, nil); err != nil {
-			t.Fatal(err)
-		}
+		mfs := repairInMemory(t, img, everyWrite)
 		var writes, syncsBetween, last int
 		node := -1 // the new file's
 		for _, rec := range mfs.Log() {
@@ -617,9 +611,10 @@ func TestRepairEarlySync(t *testing.T) {
 			t.Fatalf("%s: %d objects, want %d", kind, len(got), len(want))
 		}
 
-		once := newRPMemFS()
+		once := newMemFS()
 		once.put("t.dets", img)
 		once.Inject(crashfs.OpSync, 1, syscall.EIO, false)
+		opts := everyWrite
 		opts.FS = once
 		if _, err := Repair("t.dets", opts, nil); !errors.Is(err, syscall.EIO) {
 			t.Fatalf("%s: the first early fsync failed, and the repair returned %v", kind, err)

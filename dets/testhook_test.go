@@ -20,10 +20,10 @@ func TestTestHookRepairMemEntries(t *testing.T) {
 	sortFiles := func() int {
 		cfs := crashfs.New()
 		cfs.Put("t.dets", img)
-		if _, err := Repair("t.dets", Options{FS: ckFS{cfs}}, nil); err != nil {
+		if _, err := Repair("t.dets", Options{FS: memFS{cfs}}, nil); err != nil {
 			t.Fatal(err)
 		}
-		tab := openT(t, "t.dets", Options{FS: ckFS{cfs}})
+		tab := openT(t, "t.dets", Options{FS: memFS{cfs}})
 		got, err := ckContents(tab)
 		if err != nil {
 			t.Fatal(err)

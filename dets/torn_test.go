@@ -31,7 +31,7 @@ const tornPage = 4096 // the page a killed write stops at
 
 func TestRepairKilledInsideWrite(t *testing.T) {
 	cfs := crashfs.New()
-	tab, err := Open(ckPath, Options{Kind: Set, FS: ckFS{cfs}})
+	tab, err := Open(ckPath, Options{Kind: Set, FS: memFS{cfs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestRepairKilledInsideWrite(t *testing.T) {
 			cases++
 			ifs := crashfs.New()
 			ifs.Put(ckPath, img)
-			rt, err := Open(ckPath, Options{Kind: Set, FS: ckFS{ifs}, Repair: AutoRepair})
+			rt, err := Open(ckPath, Options{Kind: Set, FS: memFS{ifs}, Repair: AutoRepair})
 			if err != nil {
 				t.Fatalf("write %d (%v) cut at %d: open: %v", i, rec, b, err)
 			}

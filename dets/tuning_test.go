@@ -18,7 +18,7 @@ func TestTuningIsPerTable(t *testing.T) {
 	for clean { // a sequence that ended in a Sync leaves nothing to repair
 		img, m, clean = rpDirtyImage(t, t.TempDir(), Set, r, 4000)
 	}
-	mfs := newRPMemFS()
+	mfs := newMemFS()
 	mfs.put("t.dets", img)
 	opts, splits := countSplits(withTuning(Options{FS: mfs, Repair: AutoRepair}, func(tn *tuning) {
 		tn.parallelBuildMin, tn.touchMin = 0, 1
