@@ -38,14 +38,7 @@ func diffTerms(got, want []etf.Term) string {
 // tableObjects reads every object of tab, sorted.
 func tableObjects(t testing.TB, tab *Table) []etf.Term {
 	t.Helper()
-	var out []etf.Term
-	for o, err := range tab.All() {
-		if err != nil {
-			t.Fatalf("All: %v", err)
-		}
-		out = append(out, o)
-	}
-	return sortTerms(out)
+	return sortTerms(scanAll(t, tab))
 }
 
 func checkAgainstModel(t testing.TB, tab *Table, m *mdl.Model) {
