@@ -26,7 +26,7 @@ func TestMappedDiskFull(t *testing.T) {
 	m := newModel(Set)
 	var failed etf.Term
 	for i := range 100000 {
-		o := rpObj(i, i, 1500)
+		o := paddedObj(i, i, 1500)
 		if err = tab.Insert(o); err != nil {
 			failed = o
 			break
@@ -48,13 +48,13 @@ func TestMappedDiskFull(t *testing.T) {
 	}
 
 	saved := filepath.Join(t.TempDir(), "saved.dets")
-	rpWriteFile(t, saved, readFileT(t, path))
+	writeFileT(t, saved, readFileT(t, path))
 	rtab, err := Open(saved, Options{Repair: AutoRepair})
 	if err != nil {
 		t.Fatalf("repair: %v", err)
 	}
 	rtab.Close()
-	got, want := rpReopenClean(t, saved), m.Objects()
+	got, want := reopenClean(t, saved), m.Objects()
 	if !slices.Equal(got, want) {
 		m.Insert(failed) // the failed insert may have reached the disk
 		if !slices.Equal(got, m.Objects()) {
@@ -71,7 +71,7 @@ func TestExtendWithZeros(t *testing.T) {
 		t.Helper()
 		path := filepath.Join(dir, "ext")
 		head := slices.Repeat([]byte{0xAB}, int(cur))
-		rpWriteFile(t, path, head)
+		writeFileT(t, path, head)
 		f, err := OSFS{}.OpenFile(path, os.O_RDWR, 0)
 		must(t, err)
 		defer f.Close()

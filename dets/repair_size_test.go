@@ -37,7 +37,7 @@ func rsObjects(r *rand.Rand, kind Kind, n int) etf.List {
 	}
 	out := make(etf.List, 0, n)
 	for range n {
-		out = append(out, rpObj(r.IntN(keys), r.IntN(3), rsPad(r)))
+		out = append(out, paddedObj(r.IntN(keys), r.IntN(3), rsPad(r)))
 	}
 	return out
 }
@@ -105,7 +105,7 @@ func TestRepairSizeAgainstOTP(t *testing.T) {
 	}
 	var cases []tcase
 	var spec etf.List
-	for _, kind := range rpKinds {
+	for _, kind := range allKinds {
 		for _, n := range sizes {
 			dir := t.TempDir()
 			c := tcase{kind: kind, n: n, src: filepath.Join(dir, "src.dets"), otp: filepath.Join(dir, "otp.dets"),
@@ -136,8 +136,8 @@ end,
 	sameSlots := 0
 	for i, c := range cases {
 		src := readFileT(t, c.src)
-		rpWriteFile(t, c.gof, src)
-		rpWriteFile(t, c.gorp, src)
+		writeFileT(t, c.gof, src)
+		writeFileT(t, c.gorp, src)
 		tab := openT(t, c.gof, Options{Repair: ForceRepair})
 		mustCheck(t, tab)
 		if err := tab.Close(); err != nil {
@@ -205,14 +205,14 @@ end,
 		want, _ := res[1].(etf.List)
 		ws := make([]string, 0, len(want))
 		for _, o := range want {
-			ws = append(ws, rpEnc(t, o))
+			ws = append(ws, encString(t, o))
 		}
 		slices.Sort(ws)
 		if len(ws) == 0 {
 			t.Fatalf("%s/%d: OTP's compacted file is empty", c.kind, c.n)
 		}
 		for _, p := range []string{c.gof, c.gorp} {
-			if got := rpReopenClean(t, p); !slices.Equal(got, ws) {
+			if got := reopenClean(t, p); !slices.Equal(got, ws) {
 				t.Errorf("%s/%d: godets reads %d objects from %s, OTP's file holds %d", c.kind, c.n, len(got), filepath.Base(p), len(ws))
 			}
 		}
@@ -225,7 +225,7 @@ end,
 // slot count.
 func TestRepairForceNoGrowth(t *testing.T) {
 	seed := uint64(testSeed(t))
-	for ki, kind := range rpKinds {
+	for ki, kind := range allKinds {
 		for _, n := range []int{500, 4000, 20000} {
 			t.Run(fmt.Sprintf("%s/%d", kind, n), func(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, uint64(ki*100000+n)))
@@ -239,7 +239,7 @@ func TestRepairForceNoGrowth(t *testing.T) {
 						deleteBoth(t, tab, m, etf.Int(k))
 						continue
 					}
-					o := rpObj(k, r.IntN(3), rsPad(r))
+					o := paddedObj(k, r.IntN(3), rsPad(r))
 					insertBoth(t, tab, m, o)
 				}
 				if err := tab.Close(); err != nil {
@@ -249,7 +249,7 @@ func TestRepairForceNoGrowth(t *testing.T) {
 				nextBefore := rsNext(t, path)
 				tab = openT(t, path, Options{Repair: ForceRepair})
 				mustCheck(t, tab)
-				got := rpContents(t, tab)
+				got := sortedContents(t, tab)
 				if err := tab.Close(); err != nil {
 					t.Fatal(err)
 				}
@@ -279,7 +279,7 @@ func TestRepairForceNoGrowth(t *testing.T) {
 // packed, and keeps every object.
 func TestRepairPlannedLargeBuckets(t *testing.T) {
 	r := rand.New(rand.NewPCG(uint64(testSeed(t)), 11))
-	for _, kind := range rpKinds {
+	for _, kind := range allKinds {
 		t.Run(kind.String(), func(t *testing.T) {
 			path := tmpFile(t, "t.dets")
 			tab := openT(t, path, Options{Kind: kind})
@@ -292,7 +292,7 @@ func TestRepairPlannedLargeBuckets(t *testing.T) {
 				case i%10 == 3:
 					pad = 5000 + r.IntN(60000)
 				}
-				o := rpObj(r.IntN(200), r.IntN(2), pad)
+				o := paddedObj(r.IntN(200), r.IntN(2), pad)
 				insertBoth(t, tab, m, o)
 			}
 			if err := tab.Close(); err != nil {
@@ -304,7 +304,7 @@ func TestRepairPlannedLargeBuckets(t *testing.T) {
 			}
 			after := rsSize(t, path)
 			t.Logf("%d bytes -> %d bytes", before, after)
-			if got := rpReopenClean(t, path); !slices.Equal(got, m.Objects()) {
+			if got := reopenClean(t, path); !slices.Equal(got, m.Objects()) {
 				t.Fatalf("Repair changed the contents: %d objects, want %d", len(got), len(m.Objects()))
 			}
 			rsCheckPacked(t, path)
@@ -336,7 +336,7 @@ func TestRepairPlannedOTPWrites(t *testing.T) {
 		m := newModel(kind)
 		tab := mustOpen(t, path, Options{Kind: kind})
 		for i := range 1500 {
-			o := rpObj(rng.IntN(700), rng.IntN(3), rsPad(rng))
+			o := paddedObj(rng.IntN(700), rng.IntN(3), rsPad(rng))
 			insertBoth(t, tab, m, o)
 			if i%7 == 0 {
 				k := etf.Int(rng.IntN(700))
@@ -361,7 +361,7 @@ func TestRepairPlannedOTPWrites(t *testing.T) {
 				m.Delete(k)
 				continue
 			}
-			o := rpObj(rng.IntN(1000), rng.IntN(3), rsPad(rng))
+			o := paddedObj(rng.IntN(1000), rng.IntN(3), rsPad(rng))
 			ops = append(ops, etf.Tuple{etf.Atom("i"), o})
 			m.Insert(o)
 		}
@@ -382,7 +382,7 @@ Run = fun({Kind, F, Ops}) ->
 end,
 [Run(S) || S <- binary_to_term(SpecB)]`, enc)
 	for _, c := range cases {
-		if got, want := rpReopenClean(t, c.path), c.m.Objects(); !slices.Equal(got, want) {
+		if got, want := reopenClean(t, c.path), c.m.Objects(); !slices.Equal(got, want) {
 			t.Errorf("%s: godets reads %d objects after OTP's writes, the model has %d", c.kind, len(got), len(want))
 		}
 	}

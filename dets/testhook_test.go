@@ -15,7 +15,7 @@ import (
 // still repairs to its content; at zero the same repair stays in memory.
 // Not parallel: the hook is global.
 func TestTestHookRepairMemEntries(t *testing.T) {
-	img, m, _ := rpDirtyImage(t, t.TempDir(), Set, rand.New(rand.NewPCG(1, 2)), 400)
+	img, m, _ := killedImage(t, t.TempDir(), Set, rand.New(rand.NewPCG(1, 2)), 400)
 	want := m.Objects()
 	sortFiles := func() int {
 		cfs := crashfs.New()
@@ -24,7 +24,7 @@ func TestTestHookRepairMemEntries(t *testing.T) {
 			t.Fatal(err)
 		}
 		tab := openT(t, "t.dets", Options{FS: memFS{cfs}})
-		got, err := ckContents(tab)
+		got, err := sortedContentsErr(tab)
 		if err != nil {
 			t.Fatal(err)
 		}
