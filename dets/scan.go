@@ -448,7 +448,7 @@ func (t *Table) scanRead(st *scanState, ents []uint64, sizes []uint32) error {
 			hi = max(hi, p+e.size)
 		}
 	}
-	if lo >= 0 && st.kind == Set && t.mm != nil && hi <= t.size && hi <= int64(len(t.mm)) {
+	if lo >= 0 && st.kind == Set && !st.raw && t.mm != nil && hi <= t.size && hi <= int64(len(t.mm)) {
 		var err error
 		if mapCopyFunc(func() { err = t.scanRefs(st, ents, t.mm[lo:hi], lo, true) }) {
 			return err

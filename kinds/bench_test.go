@@ -2,6 +2,7 @@ package kinds
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
@@ -180,12 +181,13 @@ func BenchmarkSetUpdateCounter(b *testing.B) {
 }
 
 // The typed benchmarks run the bench/ workload (16-byte keys, 100-byte
-// values, a set of typedN objects built by single inserts) through a
+// values, a set of 10k or 100k objects built by single inserts) through a
 // Set[string, string], by the direct path and, for comparison, by the
-// term path that handles took before it (termOnly codecs):
+// term path that handles took before it (termOnly codecs), at 10k and
+// 100k objects (bench/'s peer sizes):
 //
 //	go test -run '^$' -bench 'Typed' -benchmem -count 6 ./kinds
-const typedN = 100_000
+var typedSizes = []int{10_000, 100_000}
 
 func typedKey(i int) string {
 	var k [16]byte
@@ -200,9 +202,9 @@ func typedValue(i int) string {
 	return string(v[:])
 }
 
-// typedSets returns a table of typedN objects with a direct and a
-// term-only handle over it.
-func typedSets(b *testing.B) (direct, term *Set[string, string]) {
+// typedSets returns a table of n objects with a direct and a term-only
+// handle over it.
+func typedSets(b *testing.B, n int) (direct, term *Set[string, string]) {
 	b.Helper()
 	tab, err := dets.Open(filepath.Join(b.TempDir(), "typed.dets"), dets.Options{Kind: dets.Set, KeyPos: 1})
 	if err != nil {
@@ -217,7 +219,7 @@ func typedSets(b *testing.B) (direct, term *Set[string, string]) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for i := range typedN {
+	for i := range n {
 		if err := direct.Insert(typedKey(i), typedValue(i)); err != nil {
 			b.Fatal(err)
 		}
@@ -225,18 +227,22 @@ func typedSets(b *testing.B) (direct, term *Set[string, string]) {
 	return direct, term
 }
 
-func typedPaths(b *testing.B, run func(b *testing.B, s *Set[string, string])) {
-	direct, term := typedSets(b)
-	b.Run("path=direct", func(b *testing.B) { run(b, direct) })
-	b.Run("path=term", func(b *testing.B) { run(b, term) })
+func typedPaths(b *testing.B, run func(b *testing.B, s *Set[string, string], n int)) {
+	for _, n := range typedSizes {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			direct, term := typedSets(b, n)
+			b.Run("path=direct", func(b *testing.B) { run(b, direct, n) })
+			b.Run("path=term", func(b *testing.B) { run(b, term, n) })
+		})
+	}
 }
 
 func BenchmarkTypedLookup(b *testing.B) {
-	typedPaths(b, func(b *testing.B, s *Set[string, string]) {
+	typedPaths(b, func(b *testing.B, s *Set[string, string], n int) {
 		r := rand.New(rand.NewPCG(1, 2))
 		keys := make([]string, 4096)
 		for i := range keys {
-			keys[i] = typedKey(r.IntN(typedN))
+			keys[i] = typedKey(r.IntN(n))
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -251,7 +257,7 @@ func BenchmarkTypedLookup(b *testing.B) {
 // BenchmarkTypedAll: one op is a full traversal; ns/object is the figure
 // to compare with the peers' iterators.
 func BenchmarkTypedAll(b *testing.B) {
-	typedPaths(b, func(b *testing.B, s *Set[string, string]) {
+	typedPaths(b, func(b *testing.B, s *Set[string, string], want int) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
@@ -260,39 +266,43 @@ func BenchmarkTypedAll(b *testing.B) {
 			for range s.All(&err) {
 				n++
 			}
-			if err != nil || n != typedN {
+			if err != nil || n != want {
 				b.Fatal(n, err)
 			}
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*typedN), "ns/object")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*want), "ns/object")
 	})
 }
 
 // BenchmarkTypedRawAll is the engine's borrowed traversal under the typed
 // one, for the bound it sets.
 func BenchmarkTypedRawAll(b *testing.B) {
-	s, _ := typedSets(b)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		n := 0
-		for _, err := range s.Table().RawAll() {
-			if err != nil {
-				b.Fatal(err)
+	for _, want := range typedSizes {
+		b.Run(fmt.Sprintf("n=%d", want), func(b *testing.B) {
+			s, _ := typedSets(b, want)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				n := 0
+				for _, err := range s.Table().RawAll() {
+					if err != nil {
+						b.Fatal(err)
+					}
+					n++
+				}
+				if n != want {
+					b.Fatal(n)
+				}
 			}
-			n++
-		}
-		if n != typedN {
-			b.Fatal(n)
-		}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*want), "ns/object")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*typedN), "ns/object")
 }
 
 // BenchmarkTypedInsert replaces values of existing keys (the table does
 // not grow, so the figure is the insert's own).
 func BenchmarkTypedInsert(b *testing.B) {
-	typedPaths(b, func(b *testing.B, s *Set[string, string]) {
+	typedPaths(b, func(b *testing.B, s *Set[string, string], _ int) {
 		keys, vals := make([]string, 4096), make([]string, 4096)
 		for i := range keys {
 			keys[i], vals[i] = typedKey(i*7), typedValue(i)

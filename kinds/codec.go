@@ -59,6 +59,9 @@ type Codec[T any] struct {
 	// the error. It copies what it keeps (into a when not nil): b is
 	// borrowed.
 	readRaw func(b []byte, a *arena) (v T, n int, ok bool)
+	// binString marks String's readRaw (a binary read as a string), so a
+	// handle of two such codecs reads a pair in one go (directStrings).
+	binString bool
 }
 
 // valid reports whether both functions are set.
@@ -105,6 +108,7 @@ var String = Codec[string]{
 	},
 	appendRaw: appendStringRaw,
 	readRaw:   readStringRaw,
+	binString: true,
 }
 
 // Bytes stores a byte slice as an Erlang binary. Encode does not copy: the

@@ -15,6 +15,9 @@ type base[K, V any] struct {
 	t  *dets.Table
 	kc Codec[K]
 	vc Codec[V]
+	// strings: K and V are string and both codecs read binaries as
+	// strings (binString): directPair reads both with one copy.
+	strings bool
 }
 
 // objectArity is the size of every object a typed handle reads or writes.
@@ -30,7 +33,9 @@ func newBase[K, V any](t *dets.Table, want dets.Kind, kc Codec[K], vc Codec[V]) 
 	if err := checkTable(t, want); err != nil {
 		return base[K, V]{}, err
 	}
-	return base[K, V]{t: t, kc: kc, vc: vc}, nil
+	_, kStr := any(kc).(Codec[string])
+	_, vStr := any(vc).(Codec[string])
+	return base[K, V]{t: t, kc: kc, vc: vc, strings: kStr && vStr && kc.binString && vc.binString}, nil
 }
 
 func (b *base[K, V]) key(k K) (etf.Term, error) {
