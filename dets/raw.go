@@ -109,7 +109,7 @@ func (t *Table) rawLookup(ka *keyArg, hv uint64, fn func(obj []byte) error) erro
 // the other objects only as far as their keys; found checks its object.
 func rawLookupInBody(kind Kind, keyPos int, body []byte, key *keyArg, found func(enc []byte, off int) *bucketError) *bucketError {
 	match := func(enc []byte, off int) (bool, *bucketError) {
-		g := group{kenc: flatKeySpan(enc, keyPos)}
+		g := group{kenc: keySpan(enc, keyPos)}
 		if g.kenc == nil {
 			// Compressed (decoded here) or malformed (reported).
 			o, e := rawObject(enc, keyPos, off)
@@ -169,20 +169,6 @@ func rawLookupInBody(kind Kind, keyPos int, body []byte, key *keyArg, found func
 		off += sz
 	}
 	return nil
-}
-
-// flatKeySpan is keySpan, with the common case, a binary first of a small
-// tuple, read from the headers: the general skip was a seventh of a
-// typed lookup's instructions.
-func flatKeySpan(enc []byte, keyPos int) []byte {
-	const smallTuple, binary = 104, 109 // SMALL_TUPLE_EXT, BINARY_EXT
-	if keyPos == 1 && len(enc) >= 8 && enc[1] == smallTuple && enc[2] >= 1 && enc[3] == binary {
-		if n := uint64(be.Uint32(enc[4:])); n <= uint64(len(enc)-8) {
-			e := 8 + int(n)
-			return enc[3:e:e]
-		}
-	}
-	return keySpan(enc, keyPos)
 }
 
 func skipToNil(e *bucketError) *bucketError {
