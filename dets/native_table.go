@@ -336,28 +336,55 @@ func (t *Table) parseNative(b []byte, e slotEntry, gs []group, objs []object) ([
 	return gs, objs, nil
 }
 
-// nativeLookup is lookup's search of a parsed native bucket.
+// nativeLookup is lookup's search of a native bucket whose header
+// readBucket checked (§6.3). Every record's framing and checksum are
+// verified, since a damaged key must not turn a present key into "not
+// found"; the records of the key looked up are then checked as terms by
+// their decoding (Validate for Member), as otp9's lookupInBody does. Their
+// key is the one looked up, so it hashes into this slot: no key is hashed.
 func (t *Table) nativeLookup(b []byte, e slotEntry, ka *keyArg, wantObjs bool) ([]etf.Term, bool, error) {
 	nat := t.nat
-	gs, objs, err := t.parseNative(b, e, nat.lgs, nat.lobjs)
-	nat.lgs, nat.lobjs = gs, objs
-	if err != nil {
-		return nil, false, err
+	objs := nat.lobjs[:0]
+	for pos := nativeBucketHeader; pos < len(b); {
+		recOff := e.ptr + int64(pos)
+		enc, n, err := decodeNativeObject(t.path, b[pos:], recOff)
+		if err != nil {
+			return nil, false, err
+		}
+		kenc := keySpan(enc, t.keyPos)
+		if kenc == nil {
+			return nil, false, corrupt(t.path, "object", recOff, "not a tuple with a key element")
+		}
+		if g := (group{kenc: kenc}); cmpGroupKey(&g, ka, t.keyPos) == 0 {
+			if t.kind == Set && len(objs) > 0 {
+				return nil, false, corrupt(t.path, "object", recOff, "set bucket holds a key twice")
+			}
+			objs = append(objs, object{enc: enc, kenc: kenc})
+		}
+		pos += n
 	}
-	i, found := findGroup(gs, ka, t.keyPos)
-	if !found || !wantObjs {
-		return nil, found, nil
+	nat.lobjs = objs // they point into t.rbuf, which t keeps anyway
+	if len(objs) == 0 {
+		return nil, false, nil
 	}
-	if len(gs[i].objs) == 1 { // a set's: the result and the term share an allocation
-		out, err := encodings.DecodeOne(gs[i].objs[0].enc)
+	if !wantObjs {
+		for i := range objs {
+			if err := etf.Validate(objs[i].enc); err != nil {
+				return nil, false, corrupt(t.path, "object", e.ptr, "undecodable object: %v", err)
+			}
+		}
+		return nil, true, nil
+	}
+	if len(objs) == 1 { // a set's: the result and the term share an allocation
+		out, err := encodings.DecodeOne(objs[0].enc)
 		if err != nil {
 			return nil, false, corrupt(t.path, "object", e.ptr, "slot object undecodable: %v", err)
 		}
 		return out, true, nil
 	}
-	out := make([]etf.Term, len(gs[i].objs))
-	for j := range gs[i].objs {
-		v, err := gs[i].objs[j].decoded()
+	out := make([]etf.Term, len(objs))
+	for j := range objs {
+		v, err := objs[j].decoded()
 		if err != nil {
 			return nil, false, corrupt(t.path, "object", e.ptr, "slot object undecodable: %v", err)
 		}

@@ -1,0 +1,63 @@
+package dets
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/godets/godets/etf"
+)
+
+// TestNativeLookupDamagedNeighbour: a lookup checks the terms of only the
+// key it looks for (§6.3), but the checksum of every record of the
+// bucket, so a damaged record of another key in the same bucket is
+// reported, never answered around: its key may be the one looked up.
+func TestNativeLookupDamagedNeighbour(t *testing.T) {
+	for _, kind := range []Kind{Set, Bag, DuplicateBag} {
+		t.Run(kind.String(), func(t *testing.T) {
+			path := tmpFile(t, "neighbour.dets")
+			tab := openT(t, path, Options{Kind: kind, Format: Native})
+			for i := range 1000 {
+				must(t, tab.Insert(tup(etf.Int(int64(i)), bin("value"))))
+			}
+			// Two keys of one bucket: the first record is damaged, the
+			// other key is looked up.
+			tab.mu.Lock()
+			slot := tab.slotFor(tab.hashKey(etf.Int(7)))
+			e, err := tab.entry(slot)
+			tab.mu.Unlock()
+			must(t, err)
+			var other etf.Term
+			for i := range 1000 {
+				k := etf.Int(int64(i))
+				if tab.slotFor(tab.hashKey(k)) == slot {
+					other = k // the last key of the bucket
+				}
+			}
+			must(t, tab.Close())
+			raw := readFileT(t, path)
+			first := e.ptr + nativeBucketHeader
+			enc, _, err := decodeNativeObject(path, raw[first:], first)
+			must(t, err)
+			if k := keySpan(enc, 1); k == nil || etf.Equal(mustDecodeBody(t, k), other) {
+				t.Fatalf("bucket of slot %d holds one key", slot)
+			}
+			raw[first+8+1+3] ^= 0x01 // inside the first record's key
+			must(t, os.WriteFile(path, raw, 0o644))
+			ro, err := Open(path, Options{ReadOnly: true}) // not openT: its Check would fail
+			must(t, err)
+			t.Cleanup(func() { ro.Close() })
+			var ce *CorruptionError
+			if _, err := ro.Lookup(other); !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || ce.Section != "object" {
+				t.Fatalf("Lookup(%v) beside a damaged record: %v, want an object *CorruptionError", other, err)
+			}
+		})
+	}
+}
+
+func mustDecodeBody(t *testing.T, b []byte) etf.Term {
+	t.Helper()
+	v, err := encodings.DecodeBody(b)
+	must(t, err)
+	return v
+}
