@@ -727,27 +727,14 @@ func (t *Table) nativeCheckpoint(durable, byClose bool) error {
 	return nil
 }
 
-// The checkpoint budget of §10.3 (tuning, not format; variables so that
-// tests can lower them): an epoch ends by itself after this many log
-// records, which bounds the replay of §11, or when the space it made
-// pending passes max(nativeBudgetPending, the data / 16), which bounds
-// what superseded buckets add to the file (pending space is not reused
-// within an epoch, §7.3). 8 MiB as §10.3 says: 1 MiB took the bench's
-// 100k file from 264 to 205 bytes an object (otp9: 245), but made the
-// 100k insert twice as slow (a checkpoint's fsync a MiB of superseded
-// buckets); at 1M objects 8 MiB is small beside the file.
-var (
-	nativeBudgetRecords = 1 << 16
-	nativeBudgetPending = uint64(8 << 20)
-)
-
-// nativeAfterWrite checkpoints when the epoch is over its budget, with
+// nativeAfterWrite checkpoints when the epoch is over its budget (§10.3;
+// the table's tuning holds it), with
 // both fsyncs as Sync does, so that the epoch's pending space is free at
 // once (§7.3); with Close's one fsync it stayed quarantined for another
 // epoch, and the bench's 100k file grew from 264 to 370 bytes an object.
 func (t *Table) nativeAfterWrite() error {
 	nat := t.nat
-	if nat.records < nativeBudgetRecords && nat.pendBytes <= max(nativeBudgetPending, uint64(t.fileEnd)/16) {
+	if nat.records < t.tune.nativeBudgetRecords && nat.pendBytes <= max(t.tune.nativeBudgetPending, uint64(t.fileEnd)/16) {
 		return nil
 	}
 	return t.nativeCheckpoint(true, false)
