@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"sync"
 
 	"github.com/godets/godets/etf"
 )
@@ -133,6 +134,10 @@ func (t *Table) createNative(opts *Options) error {
 	return err
 }
 
+// nativeHeaderPool holds the buffers of the header pages loadNative reads,
+// which are done with when it returns: an open allocates no 20 KiB.
+var nativeHeaderPool = sync.Pool{New: func() any { return new([nativeBase]byte) }}
+
 // loadNative is load for a file whose version word is NAT1: the tests of
 // §4.1, the choice of meta (§4.2), the tree's root and parts, and the
 // decision table of §11.5. It only reads.
@@ -140,7 +145,9 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 	if size < nativeBase {
 		return nil, openError(ErrNotDETS, t.path)
 	}
-	hb := make([]byte, nativeBase)
+	hp := nativeHeaderPool.Get().(*[nativeBase]byte)
+	defer nativeHeaderPool.Put(hp)
+	hb := hp[:]
 	if err := readFull(t.f, hb, 0); err != nil {
 		return nil, err
 	}
@@ -170,21 +177,42 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 		return nil, fmt.Errorf("%w: %s has key position %d, not %d", ErrKeyPosMismatch, t.path, s.keyPos, opts.KeyPos)
 	}
 	nat := &nativeState{super: s, meta: m, metaOff: page, seq: m.seq, dirty: map[uint64]struct{}{}}
-	rb := make([]byte, m.rootLen)
-	if err := readFull(t.f, rb, int64(m.rootOff)); err != nil {
-		return nil, t.ioErr("root", int64(m.rootOff), err)
+	// The superblock and metas are decoded: their pages' buffer, below
+	// the log heads that §11.1 reads, holds a small root and the parts. A
+	// checkpoint writes the last part just before the root (§10.3), so the
+	// root's read takes that page too: a table of one part opens with one
+	// read fewer.
+	lo := m.rootOff
+	if lo >= s.base+nativePageSize && m.rootLen+nativePageSize <= nativeLogHeadOff {
+		lo -= nativePageSize
+	}
+	var rb []byte
+	if span := m.rootOff - lo + m.rootLen; span <= nativeLogHeadOff {
+		if err := readFull(t.f, hb[:span], int64(lo)); err != nil {
+			return nil, t.ioErr("root", int64(lo), err)
+		}
+		rb = hb[m.rootOff-lo : span]
+	} else {
+		rb = make([]byte, m.rootLen)
+		if err := readFull(t.f, rb, int64(m.rootOff)); err != nil {
+			return nil, t.ioErr("root", int64(m.rootOff), err)
+		}
 	}
 	if nat.parts, err = decodeNativeRoot(t.path, rb, &m, s.base, nil); err != nil {
 		return needs(err)
 	}
 	nsegs := m.next / nativeSlotsPerSeg
 	nat.segs = make([]nativeChild, 0, nsegs)
-	pb := make([]byte, nativePageSize)
+	pb := hb[:nativePageSize]
 	var children [nativeSegsPerPart]nativeChild
+	prefetched := lo != m.rootOff // hb[:4096] holds the page at lo
 	for p, pc := range nat.parts {
-		if err := readFull(t.f, pb, int64(pc.off)); err != nil {
-			return nil, t.ioErr("part", int64(pc.off), err)
+		if !prefetched || pc.off != lo {
+			if err := readFull(t.f, pb, int64(pc.off)); err != nil {
+				return nil, t.ioErr("part", int64(pc.off), err)
+			}
 		}
+		prefetched = false
 		used := nativeSegsInPart(m.next, uint64(p))
 		if err := decodeNativePart(t.path, pb, int64(pc.off), pc.sum, used, s.base, m.dataEnd, &children); err != nil {
 			return nil, err // §11.5: reads under a damaged node fail; here that is every read
@@ -195,7 +223,7 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 	head := nativeLogHead(m.gen)
 	recovering := false
 	lb := hb[head : head+2*nativeLogRecord]
-	if h, err := decodeNativeLogBlock(t.path, lb, int64(head)); err == nil && h.fileID == s.fileID && h.epoch == m.gen && h.index == 0 {
+	if h, why := parseNativeLogBlock(lb); why == "" && h.fileID == s.fileID && h.epoch == m.gen && h.index == 0 {
 		if r, err := decodeNativeLogRec(t.path, lb[nativeLogHeader:], int64(head)+nativeLogHeader); err == nil && nativeLogFollows(&r, m.gen, m.seq) {
 			if opts.Repair == NoRepair || opts.ReadOnly {
 				return needs(errors.New("not closed properly"))

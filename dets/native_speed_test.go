@@ -61,3 +61,27 @@ func mustDecodeBody(t *testing.T, b []byte) etf.Term {
 	must(t, err)
 	return v
 }
+
+// TestNativeOpenAllocs: opening a closed native file allocates no more than
+// opening the same objects' otp9 file (issue 19's open target): the header
+// pages come from a pool, the root and the part before it are read into
+// that buffer, and a log head that does not pass builds no error.
+func TestNativeOpenAllocs(t *testing.T) {
+	opens := map[Format]float64{}
+	for _, f := range []Format{OTP9, Native} {
+		path := tmpFile(t, "open.dets")
+		tab := openT(t, path, Options{Format: f})
+		for i := range 2000 {
+			must(t, tab.Insert(benchObj(i)))
+		}
+		must(t, tab.Close())
+		opens[f] = testing.AllocsPerRun(50, func() {
+			ro, err := Open(path, Options{ReadOnly: true})
+			must(t, err)
+			must(t, ro.Close())
+		})
+	}
+	if opens[Native] > opens[OTP9] {
+		t.Fatalf("open of a closed file: native %v allocations, otp9 %v", opens[Native], opens[OTP9])
+	}
+}
