@@ -85,3 +85,25 @@ func TestNativeOpenAllocs(t *testing.T) {
 		t.Fatalf("open of a closed file: native %v allocations, otp9 %v", opens[Native], opens[OTP9])
 	}
 }
+
+// TestNativeFileSize: a small native table written in one session comes
+// near its otp9 file: the checkpoint budget scales with the file (a
+// quarter, at least 1 MiB), where a fixed 8 MiB kept every superseded
+// bucket of a 10k table until Close (3.2 times otp9's file).
+func TestNativeFileSize(t *testing.T) {
+	const n = 10000
+	sizes := map[Format]int{}
+	for _, f := range []Format{OTP9, Native} {
+		path := tmpFile(t, "size.dets")
+		tab := openT(t, path, Options{Format: f})
+		for i := range n {
+			must(t, tab.Insert(benchObj(i)))
+		}
+		must(t, tab.Close())
+		sizes[f] = len(readFileT(t, path))
+	}
+	t.Logf("%d objects: native %d bytes, otp9 %d", n, sizes[Native], sizes[OTP9])
+	if float64(sizes[Native]) > 1.5*float64(sizes[OTP9]) {
+		t.Fatalf("%d objects: native file %d bytes, more than 1.5 times otp9's %d", n, sizes[Native], sizes[OTP9])
+	}
+}

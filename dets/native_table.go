@@ -762,7 +762,7 @@ func (t *Table) nativeCheckpoint(durable, byClose bool) error {
 // epoch, and the bench's 100k file grew from 264 to 370 bytes an object.
 func (t *Table) nativeAfterWrite() error {
 	nat := t.nat
-	if nat.records < t.tune.nativeBudgetRecords && nat.pendBytes <= max(t.tune.nativeBudgetPending, uint64(t.fileEnd)/16) {
+	if nat.records < t.tune.nativeBudgetRecords && nat.pendBytes <= max(t.tune.nativeBudgetPending, uint64(t.fileEnd)/t.tune.nativeBudgetShare) {
 		return nil
 	}
 	return t.nativeCheckpoint(true, false)
