@@ -157,6 +157,20 @@ func nativeKeyHash(kenc []byte) uint64 { return farm.Fingerprint64(keyForHash(ke
 // records must tile the bucket exactly.
 func walkNativeBucket(path string, b []byte, off int64, room uint64, keyPos int,
 	visit func(recOff int64, enc, kenc []byte) error) (nativeBucketHead, error) {
+	return walkNativeRecords(path, b, off, room, keyPos, true, visit)
+}
+
+// walkNativeDecoding is walkNativeBucket for a visit that decodes every
+// record it is given and reports a failed decoding as damage: the decoding
+// accepts exactly what etf.Validate accepts, so the walk leaves the term
+// check to it instead of running it twice (§6.3).
+func walkNativeDecoding(path string, b []byte, off int64, room uint64, keyPos int,
+	visit func(recOff int64, enc, kenc []byte) error) (nativeBucketHead, error) {
+	return walkNativeRecords(path, b, off, room, keyPos, false, visit)
+}
+
+func walkNativeRecords(path string, b []byte, off int64, room uint64, keyPos int, validate bool,
+	visit func(recOff int64, enc, kenc []byte) error) (nativeBucketHead, error) {
 	h, err := decodeNativeBucketHeader(path, b, off, room)
 	if err != nil {
 		return h, err
@@ -172,9 +186,14 @@ func walkNativeBucket(path string, b []byte, off int64, room uint64, keyPos int,
 		if err != nil {
 			return h, err
 		}
-		kenc, why := nativeObjectKey(enc, keyPos)
-		if why != "" {
-			return h, corrupt(path, "object", recOff, "%s", why)
+		var kenc []byte
+		if validate {
+			var why string
+			if kenc, why = nativeObjectKey(enc, keyPos); why != "" {
+				return h, corrupt(path, "object", recOff, "%s", why)
+			}
+		} else if kenc = keySpan(enc, keyPos); kenc == nil {
+			return h, corrupt(path, "object", recOff, "not a tuple with a key element")
 		}
 		if nativeKeyHash(kenc)&mask != uint64(h.slot) {
 			return h, corrupt(path, "object", recOff, "key does not hash to slot %d", h.slot)

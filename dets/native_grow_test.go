@@ -355,9 +355,9 @@ func TestNativeRebuildKeepsOld(t *testing.T) {
 // 20,000 times keeps the file small, where without the budget every
 // version would stay pending until Close.
 func TestNativeCheckpointBudget(t *testing.T) {
-	setForTest(t, &nativeBudgetRecords, 1000)
+	t.Parallel()
 	path := tmpFile(t, "budget.dets")
-	tab := openT(t, path, Options{Format: Native})
+	tab := openT(t, path, withTuning(Options{Format: Native}, func(tn *tuning) { tn.nativeBudgetRecords = 1000 }))
 	for i := range 5000 {
 		must(t, tab.Insert(tup(etf.Int(int64(i)), bin("v"))))
 	}
@@ -366,10 +366,8 @@ func TestNativeCheckpointBudget(t *testing.T) {
 	}
 	must(t, tab.Close())
 
-	setForTest(t, &nativeBudgetRecords, 1<<16)
-	setForTest(t, &nativeBudgetPending, 64<<10)
 	path = tmpFile(t, "pending.dets")
-	tab = openT(t, path, Options{Format: Native})
+	tab = openT(t, path, withTuning(Options{Format: Native}, func(tn *tuning) { tn.nativeBudgetPending = 64 << 10 }))
 	for i := range 20000 {
 		must(t, tab.Insert(tup(etf.Int(int64(i%100)), bin(fmt.Sprint(i)), etf.Binary(make([]byte, 100)))))
 	}

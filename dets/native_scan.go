@@ -81,7 +81,7 @@ func (t *Table) nativeAll(yield func(etf.Term, error) bool) {
 	defer st.release()
 	err := t.nativeScan(st, func(r nativeScanRef) error {
 		out := st.out[:0]
-		_, err := walkNativeBucket(t.path, st.body(r), r.ptr, uint64(r.n), st.keyPos, func(recOff int64, enc, _ []byte) error {
+		_, err := walkNativeDecoding(t.path, st.body(r), r.ptr, uint64(r.n), st.keyPos, func(recOff int64, enc, _ []byte) error {
 			o, err := st.bd.Decode(enc)
 			if err != nil {
 				return corrupt(t.path, "object", recOff, "slot %d: undecodable object: %v", r.slot, err)

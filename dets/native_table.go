@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"sync"
 
 	"github.com/godets/godets/etf"
 )
@@ -133,6 +134,10 @@ func (t *Table) createNative(opts *Options) error {
 	return err
 }
 
+// nativeHeaderPool holds the buffers of the header pages loadNative reads,
+// which are done with when it returns: an open allocates no 20 KiB.
+var nativeHeaderPool = sync.Pool{New: func() any { return new([nativeBase]byte) }}
+
 // loadNative is load for a file whose version word is NAT1: the tests of
 // §4.1, the choice of meta (§4.2), the tree's root and parts, and the
 // decision table of §11.5. It only reads.
@@ -140,7 +145,9 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 	if size < nativeBase {
 		return nil, openError(ErrNotDETS, t.path)
 	}
-	hb := make([]byte, nativeBase)
+	hp := nativeHeaderPool.Get().(*[nativeBase]byte)
+	defer nativeHeaderPool.Put(hp)
+	hb := hp[:]
 	if err := readFull(t.f, hb, 0); err != nil {
 		return nil, err
 	}
@@ -170,21 +177,42 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 		return nil, fmt.Errorf("%w: %s has key position %d, not %d", ErrKeyPosMismatch, t.path, s.keyPos, opts.KeyPos)
 	}
 	nat := &nativeState{super: s, meta: m, metaOff: page, seq: m.seq, dirty: map[uint64]struct{}{}}
-	rb := make([]byte, m.rootLen)
-	if err := readFull(t.f, rb, int64(m.rootOff)); err != nil {
-		return nil, t.ioErr("root", int64(m.rootOff), err)
+	// The superblock and metas are decoded: their pages' buffer, below
+	// the log heads that §11.1 reads, holds a small root and the parts. A
+	// checkpoint writes the last part just before the root (§10.3), so the
+	// root's read takes that page too: a table of one part opens with one
+	// read fewer.
+	lo := m.rootOff
+	if lo >= s.base+nativePageSize && m.rootLen+nativePageSize <= nativeLogHeadOff {
+		lo -= nativePageSize
+	}
+	var rb []byte
+	if span := m.rootOff - lo + m.rootLen; span <= nativeLogHeadOff {
+		if err := readFull(t.f, hb[:span], int64(lo)); err != nil {
+			return nil, t.ioErr("root", int64(lo), err)
+		}
+		rb = hb[m.rootOff-lo : span]
+	} else {
+		rb = make([]byte, m.rootLen)
+		if err := readFull(t.f, rb, int64(m.rootOff)); err != nil {
+			return nil, t.ioErr("root", int64(m.rootOff), err)
+		}
 	}
 	if nat.parts, err = decodeNativeRoot(t.path, rb, &m, s.base, nil); err != nil {
 		return needs(err)
 	}
 	nsegs := m.next / nativeSlotsPerSeg
 	nat.segs = make([]nativeChild, 0, nsegs)
-	pb := make([]byte, nativePageSize)
+	pb := hb[:nativePageSize]
 	var children [nativeSegsPerPart]nativeChild
+	prefetched := lo != m.rootOff // hb[:4096] holds the page at lo
 	for p, pc := range nat.parts {
-		if err := readFull(t.f, pb, int64(pc.off)); err != nil {
-			return nil, t.ioErr("part", int64(pc.off), err)
+		if !prefetched || pc.off != lo {
+			if err := readFull(t.f, pb, int64(pc.off)); err != nil {
+				return nil, t.ioErr("part", int64(pc.off), err)
+			}
 		}
+		prefetched = false
 		used := nativeSegsInPart(m.next, uint64(p))
 		if err := decodeNativePart(t.path, pb, int64(pc.off), pc.sum, used, s.base, m.dataEnd, &children); err != nil {
 			return nil, err // §11.5: reads under a damaged node fail; here that is every read
@@ -195,7 +223,7 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 	head := nativeLogHead(m.gen)
 	recovering := false
 	lb := hb[head : head+2*nativeLogRecord]
-	if h, err := decodeNativeLogBlock(t.path, lb, int64(head)); err == nil && h.fileID == s.fileID && h.epoch == m.gen && h.index == 0 {
+	if h, why := parseNativeLogBlock(lb); why == "" && h.fileID == s.fileID && h.epoch == m.gen && h.index == 0 {
 		if r, err := decodeNativeLogRec(t.path, lb[nativeLogHeader:], int64(head)+nativeLogHeader); err == nil && nativeLogFollows(&r, m.gen, m.seq) {
 			if opts.Repair == NoRepair || opts.ReadOnly {
 				return needs(errors.New("not closed properly"))
@@ -336,28 +364,55 @@ func (t *Table) parseNative(b []byte, e slotEntry, gs []group, objs []object) ([
 	return gs, objs, nil
 }
 
-// nativeLookup is lookup's search of a parsed native bucket.
+// nativeLookup is lookup's search of a native bucket whose header
+// readBucket checked (§6.3). Every record's framing and checksum are
+// verified, since a damaged key must not turn a present key into "not
+// found"; the records of the key looked up are then checked as terms by
+// their decoding (Validate for Member), as otp9's lookupInBody does. Their
+// key is the one looked up, so it hashes into this slot: no key is hashed.
 func (t *Table) nativeLookup(b []byte, e slotEntry, ka *keyArg, wantObjs bool) ([]etf.Term, bool, error) {
 	nat := t.nat
-	gs, objs, err := t.parseNative(b, e, nat.lgs, nat.lobjs)
-	nat.lgs, nat.lobjs = gs, objs
-	if err != nil {
-		return nil, false, err
+	objs := nat.lobjs[:0]
+	for pos := nativeBucketHeader; pos < len(b); {
+		recOff := e.ptr + int64(pos)
+		enc, n, err := decodeNativeObject(t.path, b[pos:], recOff)
+		if err != nil {
+			return nil, false, err
+		}
+		kenc := keySpan(enc, t.keyPos)
+		if kenc == nil {
+			return nil, false, corrupt(t.path, "object", recOff, "not a tuple with a key element")
+		}
+		if g := (group{kenc: kenc}); cmpGroupKey(&g, ka, t.keyPos) == 0 {
+			if t.kind == Set && len(objs) > 0 {
+				return nil, false, corrupt(t.path, "object", recOff, "set bucket holds a key twice")
+			}
+			objs = append(objs, object{enc: enc, kenc: kenc})
+		}
+		pos += n
 	}
-	i, found := findGroup(gs, ka, t.keyPos)
-	if !found || !wantObjs {
-		return nil, found, nil
+	nat.lobjs = objs // they point into t.rbuf, which t keeps anyway
+	if len(objs) == 0 {
+		return nil, false, nil
 	}
-	if len(gs[i].objs) == 1 { // a set's: the result and the term share an allocation
-		out, err := encodings.DecodeOne(gs[i].objs[0].enc)
+	if !wantObjs {
+		for i := range objs {
+			if err := etf.Validate(objs[i].enc); err != nil {
+				return nil, false, corrupt(t.path, "object", e.ptr, "undecodable object: %v", err)
+			}
+		}
+		return nil, true, nil
+	}
+	if len(objs) == 1 { // a set's: the result and the term share an allocation
+		out, err := encodings.DecodeOne(objs[0].enc)
 		if err != nil {
 			return nil, false, corrupt(t.path, "object", e.ptr, "slot object undecodable: %v", err)
 		}
 		return out, true, nil
 	}
-	out := make([]etf.Term, len(gs[i].objs))
-	for j := range gs[i].objs {
-		v, err := gs[i].objs[j].decoded()
+	out := make([]etf.Term, len(objs))
+	for j := range objs {
+		v, err := objs[j].decoded()
 		if err != nil {
 			return nil, false, corrupt(t.path, "object", e.ptr, "slot object undecodable: %v", err)
 		}
@@ -700,27 +755,14 @@ func (t *Table) nativeCheckpoint(durable, byClose bool) error {
 	return nil
 }
 
-// The checkpoint budget of §10.3 (tuning, not format; variables so that
-// tests can lower them): an epoch ends by itself after this many log
-// records, which bounds the replay of §11, or when the space it made
-// pending passes max(nativeBudgetPending, the data / 16), which bounds
-// what superseded buckets add to the file (pending space is not reused
-// within an epoch, §7.3). 8 MiB as §10.3 says: 1 MiB took the bench's
-// 100k file from 264 to 205 bytes an object (otp9: 245), but made the
-// 100k insert twice as slow (a checkpoint's fsync a MiB of superseded
-// buckets); at 1M objects 8 MiB is small beside the file.
-var (
-	nativeBudgetRecords = 1 << 16
-	nativeBudgetPending = uint64(8 << 20)
-)
-
-// nativeAfterWrite checkpoints when the epoch is over its budget, with
+// nativeAfterWrite checkpoints when the epoch is over its budget (§10.3;
+// the table's tuning holds it), with
 // both fsyncs as Sync does, so that the epoch's pending space is free at
 // once (§7.3); with Close's one fsync it stayed quarantined for another
 // epoch, and the bench's 100k file grew from 264 to 370 bytes an object.
 func (t *Table) nativeAfterWrite() error {
 	nat := t.nat
-	if nat.records < nativeBudgetRecords && nat.pendBytes <= max(nativeBudgetPending, uint64(t.fileEnd)/16) {
+	if nat.records < t.tune.nativeBudgetRecords && nat.pendBytes <= max(t.tune.nativeBudgetPending, uint64(t.fileEnd)/t.tune.nativeBudgetShare) {
 		return nil
 	}
 	return t.nativeCheckpoint(true, false)
