@@ -200,12 +200,13 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 			if opts.Repair == NoRepair || opts.ReadOnly {
 				return needs(errors.New("not closed properly"))
 			}
-			// §11.2, for AutoRepair and ForceRepair alike: ForceRepair's
-			// full repair after the recovery is step 7's.
-			recovering = true
+			recovering = true // §11.2 (AutoRepair)
 		}
 	}
-	if opts.Repair == ForceRepair && !recovering {
+	// ForceRepair always runs the full repair of §12, on a file not
+	// closed properly too: the repair applies the epoch's log itself, then
+	// reads every object, so damage the log does not cover is found.
+	if opts.Repair == ForceRepair {
 		if opts.ReadOnly {
 			return nil, fmt.Errorf("%w: forced repair of %s needs read-write access", ErrReadOnly, t.path)
 		}
