@@ -524,6 +524,9 @@ func (p *repairPlan) nativeBuild() error {
 func (p *repairPlan) nativeBuildInto(out File) error {
 	s := p.nat.super
 	s.minSlots, s.maxSlots = p.nat.minSlots, p.nat.maxSlots
+	if p.nativeBase != 0 {
+		s.base = p.nativeBase
+	}
 	nb, err := newNativeBuilder(out, p.tmp, s, p.nat.newNext, p.nat.maxSeq)
 	if err != nil {
 		return err

@@ -150,6 +150,10 @@ type repairParams struct {
 	natMax       uint64
 	progress     func(RepairProgress)
 	tune         tuning
+	// nativeBase, when not 0, is the buddy base of the native file the
+	// repair builds, in place of the old superblock's: a test's way to a
+	// legal sparse file with every block above 4 GiB (TestNativeBeyond4GiB).
+	nativeBase uint64
 }
 
 // repairPlan is one repair on its way through the stages of docs/repair.md:
@@ -278,7 +282,7 @@ func (p *repairPlan) openOld() error {
 	} else if p.size > 1<<32 {
 		return fmt.Errorf("%w: %s: %d bytes is beyond the otp9 format", ErrNotDETS, p.path, p.size)
 	}
-	if p.data, p.unmap, err = mapFile(src, p.size); err != nil {
+	if p.data, p.unmap, err = mapRepairSource(src, p.size); err != nil {
 		return err
 	}
 	if p.unmap != nil {
