@@ -232,6 +232,7 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 		} else if err != nil {
 			return nil, err
 		}
+		t.removeRepairLeftovers()
 	}
 	return nil, nil
 }

@@ -39,9 +39,9 @@ import (
 //	replace  rename PATH.TMP over PATH, then fsync the directory (§7)
 //
 // The old file is never written. A crash before the rename leaves it as it
-// was, and the next repair starts again (reusing a stale PATH.TMP); a crash
-// after it leaves the new, closed file. A failed repair removes PATH.TMP and
-// PATH.TMP.sort. A page of the old file that cannot be read (an I/O error,
+// was, and the next repair starts again (reusing a stale PATH.TMP, removing
+// a stale PATH.TMP.sort); a crash after it leaves the new, closed file. A
+// failed repair removes PATH.TMP and PATH.TMP.sort. A page of the old file that cannot be read (an I/O error,
 // a sparse file on a full file system, a file cut short meanwhile) fails the
 // repair with a *MapFaultError, wrapping syscall.ENOSPC when the file system
 // is full, instead of killing the process.
@@ -246,6 +246,10 @@ func repairTable(params repairParams) (RepairStats, error) {
 func (p *repairPlan) release() {
 	if p.idx != nil {
 		p.idx.cleanup()
+	}
+	if p.fs != nil {
+		// A killed repair's spill file, which this one did not reuse.
+		p.fs.Remove(sortPath(p.path))
 	}
 	if p.unmap != nil {
 		p.unmap()
