@@ -628,15 +628,10 @@ func (t *Table) nativeCheckpoint(durable, byClose bool) error {
 		return err
 	}
 	// The bound may have asked for a larger block than the record needs:
-	// give back upper halves, so that the block is the smallest that
-	// holds freeLen bytes, the size a later checkpoint frees (§7.5).
-	for fk > nativeMinBuddyClass && uint64(len(rec))+8 <= 1<<(fk-1) {
-		fk--
-		a.insertFree(fk, freeOff+1<<fk)
-		dataEnd = a.dataEnd()
-		if rec, err = a.encodeFree(rec[:0], dataEnd); err != nil {
-			return err
-		}
+	// the block must be the smallest that holds freeLen bytes, the size a
+	// later checkpoint frees (§7.5).
+	if rec, _, dataEnd, err = a.fitFreeRecord(rec, freeOff, fk); err != nil {
+		return err
 	}
 	nodes = append(nodes, node{freeOff, rec})
 	if err := t.nativeCover(dataEnd); err != nil {
