@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/godets/godets/etf"
+	mdl "github.com/godets/godets/internal/model"
 	"github.com/godets/godets/internal/otptest"
 )
 
@@ -32,7 +33,7 @@ func testInitTable(t *testing.T, format Format) {
 	rng := rand.New(rand.NewSource(seed))
 	dir := t.TempDir()
 	var specs []erlSpec
-	var models []*model
+	var models []*mdl.Model
 	n := 30000
 	if testing.Short() {
 		n = 3000
@@ -46,7 +47,7 @@ func testInitTable(t *testing.T, format Format) {
 			objs = append(objs, randObject(rng, n/2))
 		}
 		m := newModel(kind)
-		m.insert(objs...)
+		m.Insert(objs...)
 		must(t, tab.InitTable(seqOf(objs)))
 		checkAgainstModel(t, tab, m)
 		mustCheck(t, tab)
@@ -82,7 +83,7 @@ func testInitTable(t *testing.T, format Format) {
 	r := otptest.Erl(t)
 	res := runErl(t, r, specs)
 	for i, s := range specs {
-		if d := diffTerms(res[i].after, models[i].objects()); d != "" {
+		if d := diffTerms(res[i].after, models[i].Terms()); d != "" {
 			t.Fatalf("%s: OTP read of a bulk-built table: %s", s.path, d)
 		}
 	}

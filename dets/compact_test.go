@@ -22,22 +22,22 @@ import (
 func TestCompactTailFixedPoint(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(uint64(testSeed(t)), 0))
-	for _, kind := range rpKinds {
+	for _, kind := range allKinds {
 		t.Run(kind.String(), func(t *testing.T) {
 			path := tmpFile(t, "c.dets")
 			tab := mustOpen(t, path, Options{Kind: kind})
 			moved := countMoves(tab)
-			m := newRPModel(kind)
+			m := newModel(kind)
 			for i := range 5000 {
 				k := i // first distinct keys, as bench.Build inserts them
 				if i >= 4000 {
 					k = r.IntN(4000)
 				}
-				o := rpObj(k, i%2, r.IntN(150))
-				m.put(t, tab, o)
+				o := paddedObj(k, i%2, r.IntN(150))
+				insertBoth(t, tab, m, o)
 				if i >= 4000 && i%7 == 0 {
 					k := etf.Int(r.IntN(4000))
-					m.del(t, tab, k)
+					deleteBoth(t, tab, m, k)
 				}
 			}
 			if err := tab.Close(); err != nil {
@@ -51,8 +51,8 @@ func TestCompactTailFixedPoint(t *testing.T) {
 				t.Fatal("the close moved no bucket; single inserts leave holes, so it should")
 			}
 			ro := openT(t, path, Options{ReadOnly: true})
-			if got := rpContents(t, ro); !slices.Equal(got, m.sorted()) {
-				t.Fatalf("reopened table has %d objects, want %d", len(got), len(m.sorted()))
+			if got := sortedContents(t, ro); !slices.Equal(got, m.Objects()) {
+				t.Fatalf("reopened table has %d objects, want %d", len(got), len(m.Objects()))
 			}
 			if kind == DuplicateBag {
 				return
@@ -91,26 +91,26 @@ func TestCompactTailCrash(t *testing.T) {
 		t.Run(kind.String(), func(t *testing.T) {
 			// Workloads until one whose sync moves blocks (most do).
 			var r *rand.Rand
-			var steps []ckStep
+			var steps []workloadStep
 			var cfs *crashfs.FS
 			var tab *Table
 			var moved *atomic.Int64
 			for attempt := range 20 {
 				r = rand.New(rand.NewPCG(seed, uint64(kind)<<8|uint64(attempt)))
-				var ops []ckOp
+				var ops []workloadOp
 				for i := range 300 {
 					k := r.IntN(60)
-					ops = append(ops, ckOp{what: "insert", objs: []etf.Term{rpFixtureObj(t, k, r.IntN(3), r.IntN(300))}})
+					ops = append(ops, workloadOp{what: "insert", objs: []etf.Term{selfCheckingObj(t, k, r.IntN(3), r.IntN(300))}})
 					if i%5 == 0 {
-						ops = append(ops, ckOp{what: "delete", key: etf.Int(r.IntN(60))})
+						ops = append(ops, workloadOp{what: "delete", key: etf.Int(r.IntN(60))})
 					}
 				}
-				ops = append(ops, ckOp{what: "sync"})
+				ops = append(ops, workloadOp{what: "sync"})
 				cfs = crashfs.New()
 				var failAt int
 				var err error
 				moved = new(atomic.Int64)
-				steps, tab, failAt, err = ckRun(t, cfs, kind, ops, func(tn *tuning) { tn.blockMoved = func() { moved.Add(1) } })
+				steps, tab, failAt, err = runWorkload(t, cfs, kind, ops, func(tn *tuning) { tn.blockMoved = func() { moved.Add(1) } })
 				if err != nil {
 					t.Fatalf("seed %d/%d: workload failed at step %d: %v", seed, attempt, failAt, err)
 				}
@@ -124,11 +124,11 @@ func TestCompactTailCrash(t *testing.T) {
 			}
 			tab.Close()
 			last := steps[len(steps)-1]
-			st := make([]ckStats, len(crashfs.Modes))
+			st := make([]crashStats, len(crashfs.Modes))
 			for k := last.start; k <= last.end; k++ {
 				for mi, mode := range crashfs.Modes {
 					what := fmt.Sprintf("seed %d crash after op %d (sync %d..%d, %s)", seed, k, last.start, last.end, mode)
-					ckImage(t, cfs.Image(k, mode, r), steps, k, mode, &st[mi], what)
+					checkCrashImage(t, cfs.Image(k, mode, r), steps, k, mode, &st[mi], what)
 				}
 			}
 			t.Logf("%d buckets moved; %d crash points in the sync", moved.Load(), last.end-last.start+1)
@@ -147,7 +147,7 @@ func TestCompactTailAgainstOTPSize(t *testing.T) {
 		dir := t.TempDir()
 		var ops etf.List
 		for i := range 3000 {
-			ops = append(ops, etf.Tuple{etf.Atom("i"), rpObj(i%1000, rng.IntN(5), rng.IntN(200))})
+			ops = append(ops, etf.Tuple{etf.Atom("i"), paddedObj(i%1000, rng.IntN(5), rng.IntN(200))})
 		}
 		for k := 0; k < 1000; k += 3 {
 			ops = append(ops, etf.Tuple{etf.Atom("d"), etf.Int(k)})
@@ -280,9 +280,9 @@ func TestCompactTailMovesSegment(t *testing.T) {
 		}
 	}
 	mustCheck(t, ro)
-	want := rpContents(t, ro)
+	want := sortedContents(t, ro)
 	out := otptest.Erl(t).Eval(t, otpReadBack, []byte("set"), []byte(path), []byte(path))
-	if got := rpOTPObjects(t, out[1]); !slices.Equal(got, want) {
+	if got := decodeOTPObjects(t, out[1]); !slices.Equal(got, want) {
 		t.Errorf("OTP reads %d objects with {repair,false}, godets %d", len(got), len(want))
 	}
 }

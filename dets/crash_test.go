@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
@@ -20,7 +19,7 @@ import (
 // random points between, the file system a crash at that point leaves is
 // rebuilt in each crashfs mode and reopened.
 //
-// What otp9 can guarantee, and what is asserted (ckImage):
+// What otp9 can guarantee, and what is asserted (checkCrashImage):
 //
 //	A1 no panic; every Open error is typed (ErrNeedsRepair, ErrNotDETS, ...).
 //	A2 NoRepair opens the image cleanly or returns ErrNeedsRepair; either
@@ -56,27 +55,16 @@ import (
 //	   one can come back (docs/reliability.md §7: those guarantees need the native
 //	   format). The losses are counted and logged.
 
-// ckFS adapts crashfs.FS to FS.
-type ckFS struct{ *crashfs.FS }
+const crashTablePath = "w.dets"
 
-func (c ckFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
-	f, err := c.FS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
-}
-
-const ckPath = "w.dets"
-
-// ckOp is one workload step.
-type ckOp struct {
+// workloadOp is one workload step.
+type workloadOp struct {
 	what string // insert, insertnew, delete, deleteobj, sync, reopen, deleteall
 	objs []etf.Term
 	key  etf.Term
 }
 
-func (o ckOp) String() string {
+func (o workloadOp) String() string {
 	if len(o.objs) > 0 {
 		return fmt.Sprintf("%s(%d objs, first key %v)", o.what, len(o.objs), o.objs[0].(etf.Tuple)[0])
 	}
@@ -86,18 +74,18 @@ func (o ckOp) String() string {
 	return o.what
 }
 
-// ckDeleteAll adds delete_all_objects to the generated workloads.
-var ckDeleteAll = true
+// workloadDeleteAll adds delete_all_objects to the generated workloads.
+var workloadDeleteAll = true
 
-// ckDurability is the Durability of the tables ckRun opens.
-var ckDurability = Ordered
+// workloadDurability is the Durability of the tables runWorkload opens.
+var workloadDurability = Ordered
 
-// ckGen makes a workload of n steps: mostly single inserts and deletes on
+// genWorkload makes a workload of n steps: mostly single inserts and deletes on
 // a small key space (so buckets are rewritten, moved and freed), batches
 // that grow the table across segments, values crossing 512-byte sectors,
 // syncs, close+reopen, and a rare delete_all_objects.
-func ckGen(r *rand.Rand, n int, growth bool) []ckOp {
-	var ops []ckOp
+func genWorkload(r *rand.Rand, n int, growth bool) []workloadOp {
+	var ops []workloadOp
 	batchKey := 1000
 	obj := func(k int) etf.Term {
 		pad := r.IntN(40)
@@ -109,43 +97,43 @@ func ckGen(r *rand.Rand, n int, growth bool) []ckOp {
 				pad = 3000
 			}
 		}
-		return rpFixtureObj(nil, k, r.IntN(3), pad)
+		return selfCheckingObj(nil, k, r.IntN(3), pad)
 	}
 	for range n {
 		k := r.IntN(24)
 		switch x := r.IntN(100); {
 		case x < 40:
-			ops = append(ops, ckOp{what: "insert", objs: []etf.Term{obj(k)}})
+			ops = append(ops, workloadOp{what: "insert", objs: []etf.Term{obj(k)}})
 		case x < 45 && growth:
 			var objs []etf.Term
 			for range 100 + r.IntN(200) {
-				objs = append(objs, rpFixtureObj(nil, batchKey, 0, r.IntN(20)))
+				objs = append(objs, selfCheckingObj(nil, batchKey, 0, r.IntN(20)))
 				batchKey++
 			}
-			ops = append(ops, ckOp{what: "insert", objs: objs})
+			ops = append(ops, workloadOp{what: "insert", objs: objs})
 		case x < 52:
-			ops = append(ops, ckOp{what: "insertnew", objs: []etf.Term{obj(k)}})
+			ops = append(ops, workloadOp{what: "insertnew", objs: []etf.Term{obj(k)}})
 		case x < 64:
-			ops = append(ops, ckOp{what: "delete", key: etf.Int(k)})
+			ops = append(ops, workloadOp{what: "delete", key: etf.Int(k)})
 		case x < 72:
-			ops = append(ops, ckOp{what: "deleteobj", objs: []etf.Term{obj(k)}})
+			ops = append(ops, workloadOp{what: "deleteobj", objs: []etf.Term{obj(k)}})
 		case x < 86:
-			ops = append(ops, ckOp{what: "sync"})
+			ops = append(ops, workloadOp{what: "sync"})
 		case x < 95:
-			ops = append(ops, ckOp{what: "reopen"})
-		case x < 96 && ckDeleteAll:
-			ops = append(ops, ckOp{what: "deleteall"})
+			ops = append(ops, workloadOp{what: "reopen"})
+		case x < 96 && workloadDeleteAll:
+			ops = append(ops, workloadOp{what: "deleteall"})
 		default:
 			// Several objects under one key in one call.
-			ops = append(ops, ckOp{what: "insert", objs: []etf.Term{obj(k), obj(k), obj(k)}})
+			ops = append(ops, workloadOp{what: "insert", objs: []etf.Term{obj(k), obj(k), obj(k)}})
 		}
 	}
-	return append(ops, ckOp{what: "reopen"})
+	return append(ops, workloadOp{what: "reopen"})
 }
 
-// ckStep records one executed step: its crashfs op range and model states.
-type ckStep struct {
-	op          ckOp
+// workloadStep records one executed step: its crashfs op range and model states.
+type workloadStep struct {
+	op          workloadOp
 	start, end  int        // crashfs.Ops() before and after
 	pre, post   *mdl.Model // content before and after
 	savedBefore *mdl.Model // last saved state before the step
@@ -153,32 +141,32 @@ type ckStep struct {
 	ever        map[string]bool
 }
 
-// ckRun runs ops on a table in cfs (which must hold no table yet: step 0
+// runWorkload runs ops on a table in cfs (which must hold no table yet: step 0
 // is the create) and returns the steps and the first error with its step
 // index (-1 if none). After an error it stops. tune, if given, alters the
 // table's tuning.
-func ckRun(t testing.TB, cfs *crashfs.FS, kind Kind, ops []ckOp, tune ...func(*tuning)) (steps []ckStep, tab *Table, failAt int, ferr error) {
-	return ckRunFormat(t, cfs, kind, OTP9, ops, tune...)
+func runWorkload(t testing.TB, cfs *crashfs.FS, kind Kind, ops []workloadOp, tune ...func(*tuning)) (steps []workloadStep, tab *Table, failAt int, ferr error) {
+	return runWorkloadFormat(t, cfs, kind, OTP9, ops, tune...)
 }
 
-// ckRunFormat is ckRun for a table created in format.
-func ckRunFormat(t testing.TB, cfs *crashfs.FS, kind Kind, format Format, ops []ckOp, tune ...func(*tuning)) (steps []ckStep, tab *Table, failAt int, ferr error) {
+// runWorkloadFormat is runWorkload for a table created in format.
+func runWorkloadFormat(t testing.TB, cfs *crashfs.FS, kind Kind, format Format, ops []workloadOp, tune ...func(*tuning)) (steps []workloadStep, tab *Table, failAt int, ferr error) {
 	tr := mdl.NewTracker(mdl.Kind(kind), 1)
-	fsys := ckFS{cfs}
-	snapshot := func(op ckOp, start int, pre, saved *mdl.Model, save bool) ckStep {
+	fsys := memFS{cfs}
+	snapshot := func(op workloadOp, start int, pre, saved *mdl.Model, save bool) workloadStep {
 		ever := make(map[string]bool, len(tr.Ever))
 		for e := range tr.Ever {
 			ever[e] = true
 		}
-		return ckStep{op: op, start: start, end: cfs.Ops(), pre: pre, post: tr.Cur.Clone(), savedBefore: saved, isSave: save, ever: ever}
+		return workloadStep{op: op, start: start, end: cfs.Ops(), pre: pre, post: tr.Cur.Clone(), savedBefore: saved, isSave: save, ever: ever}
 	}
 	start := cfs.Ops()
-	opts := Options{Kind: kind, FS: fsys, Durability: ckDurability, Format: format}
+	opts := Options{Kind: kind, FS: fsys, Durability: workloadDurability, Format: format}
 	for _, change := range tune {
 		opts = withTuning(opts, change)
 	}
-	tab, err := Open(ckPath, opts)
-	steps = append(steps, snapshot(ckOp{what: "create"}, start, tr.Cur.Clone(), tr.Synced, false))
+	tab, err := Open(crashTablePath, opts)
+	steps = append(steps, snapshot(workloadOp{what: "create"}, start, tr.Cur.Clone(), tr.Synced, false))
 	if err != nil {
 		return steps, nil, 0, err
 	}
@@ -214,7 +202,7 @@ func ckRunFormat(t testing.TB, cfs *crashfs.FS, kind Kind, format Format, ops []
 			save = true
 			if err = tab.Close(); err == nil {
 				tr.Acked()
-				tab, err = Open(ckPath, Options{Kind: kind, FS: fsys, Durability: ckDurability})
+				tab, err = Open(crashTablePath, Options{Kind: kind, FS: fsys, Durability: workloadDurability})
 			} else {
 				tab = nil
 			}
@@ -230,13 +218,13 @@ func ckRunFormat(t testing.TB, cfs *crashfs.FS, kind Kind, format Format, ops []
 	return steps, tab, -1, nil
 }
 
-// ckContents returns the sorted encodings of every object of tab.
-// ckSettled reads the contents of a just repaired (or reopened) table,
+// sortedContentsErr returns the sorted encodings of every object of tab.
+// settledContents reads the contents of a just repaired (or reopened) table,
 // runs Check, closes it, and checks that a NoRepair reopen finds the same
 // contents. It returns the contents.
-func ckSettled(t *testing.T, fsys FS, tab *Table, what string) []string {
+func settledContents(t *testing.T, fsys FS, tab *Table, what string) []string {
 	t.Helper()
-	got, err := ckContents(tab)
+	got, err := sortedContentsErr(tab)
 	if err != nil {
 		t.Fatalf("%s: All after repair: %v", what, err)
 	}
@@ -246,20 +234,20 @@ func ckSettled(t *testing.T, fsys FS, tab *Table, what string) []string {
 	if err := tab.Close(); err != nil {
 		t.Fatalf("%s: Close after repair: %v", what, err)
 	}
-	again, err := Open(ckPath, Options{FS: fsys})
+	again, err := Open(crashTablePath, Options{FS: fsys})
 	if err != nil {
 		t.Fatalf("%s: NoRepair reopen after repair: %v", what, err)
 	}
 	defer again.Close()
-	if g2, _ := ckContents(again); !slices.Equal(g2, got) {
+	if g2, _ := sortedContentsErr(again); !slices.Equal(g2, got) {
 		t.Fatalf("%s: contents changed on reopen", what)
 	}
 	return got
 }
 
-func ckContents(tab *Table) ([]string, error) {
+func sortedContentsErr(tab *Table) ([]string, error) {
 	if tab.lay.tag == tagNative {
-		return ckContentsByKey(tab)
+		return sortedContentsByKeyErr(tab)
 	}
 	var out []string
 	for o, err := range tab.All() {
@@ -272,9 +260,9 @@ func ckContents(tab *Table) ([]string, error) {
 	return out, nil
 }
 
-// ckContentsByKey is ckContents through Keys and Lookup, for a format
+// sortedContentsByKeyErr is sortedContentsErr through Keys and Lookup, for a format
 // whose All is not built yet (native, docs/format-native.md §16 step 5).
-func ckContentsByKey(tab *Table) ([]string, error) {
+func sortedContentsByKeyErr(tab *Table) ([]string, error) {
 	var keys []etf.Term
 	for k, err := range tab.Keys() {
 		if err != nil {
@@ -296,23 +284,23 @@ func ckContentsByKey(tab *Table) ([]string, error) {
 	return out, nil
 }
 
-// ckStats counts what the tolerant modes lost or tore.
-type ckStats struct {
+// crashStats counts what the tolerant modes lost or tore.
+type crashStats struct {
 	cases, clean, repaired, lostSynced, torn, notDETS int
 }
 
-// ckCrash is where a crash point falls in a workload's steps.
-type ckCrash struct {
-	i                int    // the step in flight, or the last completed one at a boundary
-	step             ckStep // steps[i]
-	boundary         bool   // k falls between two steps
+// crashPoint is where a crash point falls in a workload's steps.
+type crashPoint struct {
+	i                int          // the step in flight, or the last completed one at a boundary
+	step             workloadStep // steps[i]
+	boundary         bool         // k falls between two steps
 	pre, post, saved *mdl.Model
 	cleanOK          [][]string // the clean states NoRepair may open
 	shortOK          bool       // the file may be too short to be a table
 }
 
-// ckLocate finds crash point k in steps.
-func ckLocate(t *testing.T, steps []ckStep, k int, what string) ckCrash {
+// locateCrash finds crash point k in steps.
+func locateCrash(t *testing.T, steps []workloadStep, k int, what string) crashPoint {
 	t.Helper()
 	// steps[i] is the one in flight (start <= k < end), or the last
 	// completed one when k is a boundary.
@@ -353,12 +341,12 @@ func ckLocate(t *testing.T, steps []ckStep, k int, what string) ckCrash {
 	// truncates the file to 0 before writing the new header), may leave a
 	// file too short to be a table.
 	shortOK := s.op.what == "create" || s.op.what == "deleteall"
-	return ckCrash{i: i, step: s, boundary: boundary, pre: pre, post: post, saved: saved, cleanOK: cleanOK, shortOK: shortOK}
+	return crashPoint{i: i, step: s, boundary: boundary, pre: pre, post: post, saved: saved, cleanOK: cleanOK, shortOK: shortOK}
 }
 
-// ckImage checks one crash image (see the invariants at the top). steps
+// checkCrashImage checks one crash image (see the invariants at the top). steps
 // are the workload's steps; the crash happened after k crashfs ops.
-func ckImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.Mode, st *ckStats, what string) {
+func checkCrashImage(t *testing.T, img *crashfs.FS, steps []workloadStep, k int, mode crashfs.Mode, st *crashStats, what string) {
 	t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
@@ -366,12 +354,12 @@ func ckImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.
 		}
 	}()
 	st.cases++
-	c := ckLocate(t, steps, k, what)
+	c := locateCrash(t, steps, k, what)
 	s, boundary, pre, post, saved, cleanOK, shortOK := c.step, c.boundary, c.pre, c.post, c.saved, c.cleanOK, c.shortOK
 
-	fsys := ckFS{img}
-	before := img.Get(ckPath)
-	exists := img.Exists(ckPath)
+	fsys := memFS{img}
+	before := img.Get(crashTablePath)
+	exists := img.Exists(crashTablePath)
 	if !exists {
 		// Only before the file's first fsync made its name durable.
 		if saved.Len() > 0 {
@@ -379,10 +367,10 @@ func ckImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.
 		}
 		return
 	}
-	tab, err := Open(ckPath, Options{FS: fsys})
+	tab, err := Open(crashTablePath, Options{FS: fsys})
 	switch {
 	case err == nil:
-		got, cerr := ckContents(tab)
+		got, cerr := sortedContentsErr(tab)
 		if cerr != nil {
 			t.Fatalf("%s: clean open then All: %v", what, cerr)
 		}
@@ -403,21 +391,21 @@ func ckImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.
 	case errors.Is(err, ErrNeedsRepair):
 	case errors.Is(err, ErrNotDETS) && shortOK:
 		st.notDETS++
-	case mode == crashfs.Torn512Junk && rpTyped(err):
+	case mode == crashfs.Torn512Junk && isTypedOpenError(err):
 		// A junk sector 0 can make the header anything.
 		st.notDETS++
 	default:
 		t.Fatalf("%s: NoRepair: %v (in flight: %s)", what, err, s.op)
 	}
-	if !bytes.Equal(img.Get(ckPath), before) {
+	if !bytes.Equal(img.Get(crashTablePath), before) {
 		t.Fatalf("%s: NoRepair open changed the file", what)
 	}
 	if err != nil {
 		// Repair.
-		tab, err = Open(ckPath, Options{FS: fsys, Repair: AutoRepair})
+		tab, err = Open(crashTablePath, Options{FS: fsys, Repair: AutoRepair})
 		if err != nil {
-			if (errors.Is(err, ErrNotDETS) && shortOK) || (mode == crashfs.Torn512Junk && rpTyped(err)) {
-				if !bytes.Equal(img.Get(ckPath), before) {
+			if (errors.Is(err, ErrNotDETS) && shortOK) || (mode == crashfs.Torn512Junk && isTypedOpenError(err)) {
+				if !bytes.Equal(img.Get(crashTablePath), before) {
 					t.Fatalf("%s: refused AutoRepair changed the file", what)
 				}
 				return
@@ -425,10 +413,10 @@ func ckImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.
 			t.Fatalf("%s: AutoRepair: %v (in flight: %s)", what, err, s.op)
 		}
 		st.repaired++
-	} else if tab, err = Open(ckPath, Options{FS: fsys}); err != nil {
+	} else if tab, err = Open(crashTablePath, Options{FS: fsys}); err != nil {
 		t.Fatalf("%s: reopen of a clean file: %v", what, err)
 	}
-	got := ckSettled(t, fsys, tab, what)
+	got := settledContents(t, fsys, tab, what)
 	if n := img.Names(); len(n) != 1 {
 		t.Fatalf("%s: files left: %v", what, n)
 	}
@@ -440,7 +428,7 @@ func ckImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.
 			continue
 		}
 		o, derr := etf.Decode([]byte(e))
-		if derr == nil && torn && !rpSelfCheck(t, o) {
+		if derr == nil && torn && !selfConsistent(t, o) {
 			st.torn++
 			continue
 		}
@@ -460,7 +448,7 @@ func ckImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.
 		if boundary || s.isSave {
 			if want := pre.Objects(); !slices.Equal(got, want) {
 				t.Fatalf("%s: at a step boundary recovered %d objects, acked %d (missing %v, extra %v; last step %s)",
-					what, len(got), len(want), ckShow(mdl.Missing(want, got)), ckShow(mdl.Missing(got, want)), s.op)
+					what, len(got), len(want), showEncodings(mdl.Missing(want, got)), showEncodings(mdl.Missing(got, want)), s.op)
 			}
 			break
 		}
@@ -477,12 +465,12 @@ func ckImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.
 		for _, e := range got {
 			have[e] = true
 			if !either[e] {
-				t.Fatalf("%s: recovered an object in neither the state before nor after %s: %v", what, s.op, ckShow([]string{e}))
+				t.Fatalf("%s: recovered an object in neither the state before nor after %s: %v", what, s.op, showEncodings([]string{e}))
 			}
 		}
 		for _, e := range pre.Objects() {
 			if postSet[e] && !have[e] {
-				t.Fatalf("%s: lost an object present before and after %s: %v", what, s.op, ckShow([]string{e}))
+				t.Fatalf("%s: lost an object present before and after %s: %v", what, s.op, showEncodings([]string{e}))
 			}
 		}
 	default: // A6: count losses of synced objects
@@ -492,7 +480,7 @@ func ckImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.
 	}
 }
 
-func ckShow(encs []string) []string {
+func showEncodings(encs []string) []string {
 	var out []string
 	for _, e := range encs {
 		o, err := etf.Decode([]byte(e))
@@ -509,9 +497,9 @@ func ckShow(encs []string) []string {
 	return out
 }
 
-// ckPoints returns the crash points of a log: after every sync and syncdir,
+// crashPoints returns the crash points of a log: after every sync and syncdir,
 // just before each, and nRand random points.
-func ckPoints(log []crashfs.Record, r *rand.Rand, nRand int) []int {
+func crashPoints(log []crashfs.Record, r *rand.Rand, nRand int) []int {
 	set := map[int]bool{len(log): true}
 	for i, rec := range log {
 		if rec.Kind == crashfs.OpSync || rec.Kind == crashfs.OpSyncDir || rec.Kind == crashfs.OpRename {
@@ -530,45 +518,53 @@ func ckPoints(log []crashfs.Record, r *rand.Rand, nRand int) []int {
 	return out
 }
 
+// checkAllCrashImages checks (checkCrashImage) the crash images of cfs's log at its
+// crashPoints, in each of modes; st holds the counts of each mode and label
+// names the workload in failures.
+func checkAllCrashImages(t *testing.T, cfs *crashfs.FS, steps []workloadStep, r *rand.Rand, modes []crashfs.Mode, st []crashStats, label string) {
+	t.Helper()
+	log := cfs.Log()
+	for _, k := range crashPoints(log, r, 10) {
+		for mi, mode := range modes {
+			what := fmt.Sprintf("%s crash after op %d of %d (%s)", label, k, len(log), mode)
+			checkCrashImage(t, cfs.Image(k, mode, r), steps, k, mode, &st[mi], what)
+		}
+	}
+}
+
 // TestCrashImages is C3: for each kind and several seeds, a workload of up
 // to 40 steps, crash images at every persistence point and at random
 // points, in every crashfs mode.
-func TestCrashImages(t *testing.T) { ckCrashImagesFor(t, crashfs.Modes) }
+func TestCrashImages(t *testing.T) { testCrashImagesInModes(t, crashfs.Modes) }
 
 // TestCrashImagesLikeOTP is TestCrashImages for Durability LikeOTP, whose
 // guarantee covers a killed process (every written byte survives) and not
 // a power loss.
 func TestCrashImagesLikeOTP(t *testing.T) {
-	ckDurability = LikeOTP
-	t.Cleanup(func() { ckDurability = Ordered })
-	ckCrashImagesFor(t, []crashfs.Mode{crashfs.AllWritten})
+	workloadDurability = LikeOTP
+	t.Cleanup(func() { workloadDurability = Ordered })
+	testCrashImagesInModes(t, []crashfs.Mode{crashfs.AllWritten})
 }
 
-func ckCrashImagesFor(t *testing.T, modes []crashfs.Mode) {
+func testCrashImagesInModes(t *testing.T, modes []crashfs.Mode) {
 	seed := uint64(testSeed(t))
 	seeds := 24
 	if testing.Short() {
 		seeds = 4
 	}
-	for _, kind := range rpKinds {
+	for _, kind := range allKinds {
 		t.Run(kind.String(), func(t *testing.T) {
-			st := make([]ckStats, len(modes))
+			st := make([]crashStats, len(modes))
 			for si := range seeds {
 				r := rand.New(rand.NewPCG(seed, uint64(si)<<8|uint64(kind)))
-				ops := ckGen(r, 10+r.IntN(30), si%2 == 0)
+				ops := genWorkload(r, 10+r.IntN(30), si%2 == 0)
 				cfs := crashfs.New()
-				steps, tab, failAt, err := ckRun(t, cfs, kind, ops)
+				steps, tab, failAt, err := runWorkload(t, cfs, kind, ops)
 				if err != nil {
 					t.Fatalf("seed %d/%d: workload failed at step %d: %v", seed, si, failAt, err)
 				}
 				tab.Close()
-				log := cfs.Log()
-				for _, k := range ckPoints(log, r, 10) {
-					for mi, mode := range modes {
-						what := fmt.Sprintf("seed %d/%d crash after op %d of %d (%s)", seed, si, k, len(log), mode)
-						ckImage(t, cfs.Image(k, mode, r), steps, k, mode, &st[mi], what)
-					}
-				}
+				checkAllCrashImages(t, cfs, steps, r, modes, st, fmt.Sprintf("seed %d/%d", seed, si))
 			}
 			for mi, mode := range modes {
 				s := st[mi]
@@ -593,25 +589,25 @@ func ckCrashImagesFor(t *testing.T, modes []crashfs.Mode) {
 // (table.go), so that a valid not-closed header is always on disk.
 func TestCrashDeleteAllObjectsClean(t *testing.T) {
 	r := rand.New(rand.NewPCG(uint64(testSeed(t)), 9))
-	for _, kind := range rpKinds {
-		var ops []ckOp
+	for _, kind := range allKinds {
+		var ops []workloadOp
 		for k := range 40 {
-			ops = append(ops, ckOp{what: "insert", objs: []etf.Term{rpFixtureObj(t, k, 1, 30)}})
+			ops = append(ops, workloadOp{what: "insert", objs: []etf.Term{selfCheckingObj(t, k, 1, 30)}})
 		}
-		ops = append(ops, ckOp{what: "sync"}, ckOp{what: "deleteall"},
-			ckOp{what: "insert", objs: []etf.Term{rpFixtureObj(t, 7, 2, 30)}}, ckOp{what: "reopen"})
+		ops = append(ops, workloadOp{what: "sync"}, workloadOp{what: "deleteall"},
+			workloadOp{what: "insert", objs: []etf.Term{selfCheckingObj(t, 7, 2, 30)}}, workloadOp{what: "reopen"})
 		cfs := crashfs.New()
-		steps, tab, _, err := ckRun(t, cfs, kind, ops)
+		steps, tab, _, err := runWorkload(t, cfs, kind, ops)
 		if err != nil {
 			t.Fatal(err)
 		}
 		tab.Close()
-		var st ckStats
-		for _, k := range ckPoints(cfs.Log(), r, 20) {
+		var st crashStats
+		for _, k := range crashPoints(cfs.Log(), r, 20) {
 			for _, mode := range []crashfs.Mode{crashfs.AllWritten, crashfs.Subset, crashfs.Torn512} {
 				for try := range 8 {
 					what := fmt.Sprintf("%s: crash after op %d (%s, try %d)", kind, k, mode, try)
-					ckImage(t, cfs.Image(k, mode, r), steps, k, mode, &st, what)
+					checkCrashImage(t, cfs.Image(k, mode, r), steps, k, mode, &st, what)
 				}
 			}
 		}
@@ -636,9 +632,9 @@ func TestDurabilityFsyncs(t *testing.T) {
 		close, sync int
 	}{{Ordered, 2, 3}, {LikeOTP, 1, 2}} {
 		cfs := crashfs.New()
-		fsys := ckFS{cfs}
+		fsys := memFS{cfs}
 		opts := Options{FS: fsys, Durability: tc.d}
-		tab, err := Open(ckPath, opts)
+		tab, err := Open(crashTablePath, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -648,7 +644,7 @@ func TestDurabilityFsyncs(t *testing.T) {
 		step := func(what string, want int, end func(*Table) error, i int) {
 			t.Helper()
 			from := len(cfs.Log())
-			tab, err := Open(ckPath, opts)
+			tab, err := Open(crashTablePath, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -665,7 +661,7 @@ func TestDurabilityFsyncs(t *testing.T) {
 		}
 		step("open, insert, close", tc.close, func(*Table) error { return nil }, 1)
 		step("open, insert, Sync", tc.sync, (*Table).Sync, 2)
-		tab, err = Open(ckPath, Options{FS: fsys})
+		tab, err = Open(crashTablePath, Options{FS: fsys})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,85 +16,64 @@ import (
 	"testing"
 
 	"github.com/godets/godets/etf"
-	"github.com/godets/godets/internal/crashfs"
 )
 
 // The damage rows of docs/reliability.md §3, on small fixtures of each
-// kind. Invariants checked for every case (rpDamageCase):
+// kind. Invariants checked for every case (checkDamagedImage):
 //   - no panic (a panic fails the case with its stack) and no hang (the
 //     package test timeout);
 //   - every error is one of the package's typed errors;
 //   - a refused open leaves the file byte-identical;
 //   - after a repair, Check is clean, reopening with NoRepair succeeds, and
 //     every surviving object is either a fixture object or visibly damaged
-//     itself (see rpSelfCheck): otp9 objects have no checksums, so damage
+//     itself (see selfConsistent): otp9 objects have no checksums, so damage
 //     inside an object that still decodes survives as altered data, but the
 //     repair never invents, mixes or moves objects.
 
-// rpFixtureObj is {K, V, Payload, CRC} where CRC = crc32 of the encoding of
+// selfCheckingObj is {K, V, Payload, CRC} where CRC = crc32 of the encoding of
 // {K, V, Payload}: the test, not the repair, uses it to tell an object
 // altered by the damage from one the repair invented.
-func rpFixtureObj(t testing.TB, k, v, pad int) etf.Term {
+func selfCheckingObj(t testing.TB, k, v, pad int) etf.Term {
 	base := etf.Tuple{etf.Int(k), etf.Int(v), etf.Binary(bytes.Repeat([]byte{byte(k*7 + v)}, pad))}
-	return append(base, etf.Int(int64(crc32.ChecksumIEEE([]byte(rpEnc(t, base))))))
+	return append(base, etf.Int(int64(crc32.ChecksumIEEE([]byte(encString(t, base))))))
 }
 
-// rpMemFS adapts crashfs.FS (in memory: the damage matrix runs tens of
-// thousands of opens and repairs, and file-system syscalls would dominate
-// its run time) to the FS interface; Go needs the OpenFile result type to
-// match exactly.
-type rpMemFS struct{ *crashfs.FS }
-
-func newRPMemFS() *rpMemFS { return &rpMemFS{crashfs.New()} }
-
-func (m *rpMemFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
-	f, err := m.FS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
-}
-
-func (m *rpMemFS) put(name string, b []byte) { m.FS.Put(name, b) }
-func (m *rpMemFS) get(name string) []byte    { return m.FS.Get(name) }
-func (m *rpMemFS) names() []string           { return m.FS.Names() }
-
-// rpSelfCheck reports whether an object read back is internally consistent.
-func rpSelfCheck(t testing.TB, o etf.Term) bool {
+// selfConsistent reports whether an object read back is internally consistent.
+func selfConsistent(t testing.TB, o etf.Term) bool {
 	tu, ok := o.(etf.Tuple)
 	if !ok || len(tu) != 4 {
 		return false
 	}
 	c, ok := tu[3].(etf.Int)
-	return ok && uint32(c) == crc32.ChecksumIEEE([]byte(rpEnc(t, tu[:3])))
+	return ok && uint32(c) == crc32.ChecksumIEEE([]byte(encString(t, tu[:3])))
 }
 
-type rpFixture struct {
+type damageFixture struct {
 	kind Kind
 	img  []byte          // a clean, closed file
 	objs map[string]bool // encodings of its objects
 	n    int             // number of objects (with duplicate_bag copies)
 }
 
-// rpMakeFixture builds a closed file of about 300 inserts (one large
+// makeDamageFixture builds a closed file of about 300 inserts (one large
 // object, some deleted keys) that fits in a few KiB.
-func rpMakeFixture(t testing.TB, kind Kind, nKeys int) rpFixture {
+func makeDamageFixture(t testing.TB, kind Kind, nKeys int) damageFixture {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "fix.dets")
 	tab, err := Open(path, Options{Kind: kind})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newRPModel(kind)
+	m := newModel(kind)
 	for i := range nKeys * 2 {
-		o := rpFixtureObj(t, i%nKeys, i%3, (i%5)*6)
+		o := selfCheckingObj(t, i%nKeys, i%3, (i%5)*6)
 		if i == 7 {
-			o = rpFixtureObj(t, i%nKeys, 9, 1500)
+			o = selfCheckingObj(t, i%nKeys, 9, 1500)
 		}
-		m.put(t, tab, o)
+		insertBoth(t, tab, m, o)
 	}
 	for k := 0; k < nKeys; k += 5 {
-		m.del(t, tab, etf.Int(k))
+		deleteBoth(t, tab, m, etf.Int(k))
 	}
 	if err := tab.Close(); err != nil {
 		t.Fatal(err)
@@ -103,22 +82,22 @@ func rpMakeFixture(t testing.TB, kind Kind, nKeys int) rpFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := rpFixture{kind: kind, img: img, objs: map[string]bool{}, n: len(m.sorted())}
-	for _, e := range m.sorted() {
+	f := damageFixture{kind: kind, img: img, objs: map[string]bool{}, n: len(m.Objects())}
+	for _, e := range m.Objects() {
 		f.objs[e] = true
 	}
 	return f
 }
 
-var rpTypedErrors = []error{ErrNeedsRepair, ErrNotDETS, ErrCorrupt, ErrUnsupportedVersion,
+var typedOpenErrors = []error{ErrNeedsRepair, ErrNotDETS, ErrCorrupt, ErrUnsupportedVersion,
 	ErrBadTypeCode, ErrBadHashMethod, ErrUnsupportedHash, ErrKindMismatch, ErrKeyPosMismatch, ErrFileTooLarge}
 
-func rpTyped(err error) bool {
+func isTypedOpenError(err error) bool {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return true
 	}
-	for _, s := range rpTypedErrors {
+	for _, s := range typedOpenErrors {
 		if errors.Is(err, s) {
 			return true
 		}
@@ -126,27 +105,27 @@ func rpTyped(err error) bool {
 	return false
 }
 
-// rpDamageCase runs one damaged image through NoRepair and AutoRepair opens
+// checkDamagedImage runs one damaged image through NoRepair and AutoRepair opens
 // and checks the invariants. It returns the number of objects recovered, or
 // -1 when the file was refused.
-func rpDamageCase(t *testing.T, dir string, fx rpFixture, img []byte, what string) (n int) {
+func checkDamagedImage(t *testing.T, dir string, fx damageFixture, img []byte, what string) (n int) {
 	t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
 			t.Fatalf("%s: panic: %v\n%s", what, r, debug.Stack())
 		}
 	}()
-	mfs := newRPMemFS()
+	mfs := newMemFS()
 	path := "d.dets"
 	mfs.put(path, img)
 	tab, err := Open(path, Options{FS: mfs})
 	if err == nil {
-		if cerr := tab.Check(); cerr != nil && !rpTyped(cerr) {
+		if cerr := tab.Check(); cerr != nil && !isTypedOpenError(cerr) {
 			t.Fatalf("%s: NoRepair open then Check: untyped error %v", what, cerr)
 		}
 		tab.Close()
 	} else {
-		if !rpTyped(err) {
+		if !isTypedOpenError(err) {
 			t.Fatalf("%s: NoRepair: untyped error %v", what, err)
 		}
 		if !bytes.Equal(mfs.get(path), img) {
@@ -156,13 +135,13 @@ func rpDamageCase(t *testing.T, dir string, fx rpFixture, img []byte, what strin
 	mfs.put(path, img)
 	tab, err = Open(path, Options{Repair: AutoRepair, FS: mfs})
 	if err != nil {
-		if !rpTyped(err) {
+		if !isTypedOpenError(err) {
 			t.Fatalf("%s: AutoRepair: untyped error %v", what, err)
 		}
 		if !bytes.Equal(mfs.get(path), img) {
 			t.Fatalf("%s: refused AutoRepair open changed the file", what)
 		}
-		rpMemNoTemps(t, mfs, what)
+		noTempsInMemFS(t, mfs, what)
 		return -1
 	}
 	var objs []etf.Term
@@ -170,7 +149,7 @@ func rpDamageCase(t *testing.T, dir string, fx rpFixture, img []byte, what strin
 		if err != nil {
 			// A clean-looking file whose damage only shows on reading is
 			// allowed to report it, typed.
-			if !rpTyped(err) {
+			if !isTypedOpenError(err) {
 				t.Fatalf("%s: All: untyped error %v", what, err)
 			}
 			tab.Close()
@@ -181,7 +160,7 @@ func rpDamageCase(t *testing.T, dir string, fx rpFixture, img []byte, what strin
 	if cerr := tab.Check(); cerr != nil {
 		// Only a file that opened without repair may be structurally bad
 		// (damage that the open checks cannot see); it must say so typed.
-		if !rpTyped(cerr) {
+		if !isTypedOpenError(cerr) {
 			t.Fatalf("%s: Check: untyped error %v", what, cerr)
 		}
 		tab.Close()
@@ -191,65 +170,65 @@ func rpDamageCase(t *testing.T, dir string, fx rpFixture, img []byte, what strin
 		t.Fatalf("%s: Close: %v", what, err)
 	}
 	for _, o := range objs {
-		if !fx.objs[rpEnc(t, o)] && rpSelfCheck(t, o) {
+		if !fx.objs[encString(t, o)] && selfConsistent(t, o) {
 			t.Fatalf("%s: the table holds %v, which is neither a fixture object nor visibly damaged", what, o)
 		}
 	}
 	if !bytes.Equal(mfs.get(path), img) {
 		// Repaired: it must reopen cleanly without repair.
-		rpMemReopenClean(t, mfs, path, what)
+		reopenCleanInMemFS(t, mfs, path, what)
 	}
-	rpMemNoTemps(t, mfs, what)
+	noTempsInMemFS(t, mfs, what)
 	return len(objs)
 }
 
-// rpRepairedCase forces a repair of img and checks the post-repair
+// checkForcedRepair forces a repair of img and checks the post-repair
 // invariants strictly: Check clean, NoRepair reopen, objects explained.
-func rpRepairedCase(t *testing.T, dir string, fx rpFixture, img []byte, what string) int {
+func checkForcedRepair(t *testing.T, dir string, fx damageFixture, img []byte, what string) int {
 	t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
 			t.Fatalf("%s: panic: %v\n%s", what, r, debug.Stack())
 		}
 	}()
-	mfs := newRPMemFS()
+	mfs := newMemFS()
 	path := "r.dets"
 	mfs.put(path, img)
 	_, err := Repair(path, Options{Kind: fx.kind, KeyPos: 1, FS: mfs}, nil)
 	if err != nil {
-		if !rpTyped(err) {
+		if !isTypedOpenError(err) {
 			t.Fatalf("%s: Repair: untyped error %v", what, err)
 		}
 		if !bytes.Equal(mfs.get(path), img) {
 			t.Fatalf("%s: failed repair changed the file", what)
 		}
-		rpMemNoTemps(t, mfs, what)
+		noTempsInMemFS(t, mfs, what)
 		return -1
 	}
-	got := rpMemReopenClean(t, mfs, path, what)
+	got := reopenCleanInMemFS(t, mfs, path, what)
 	for _, e := range got {
 		o, derr := etf.Decode([]byte(e))
 		if derr != nil {
 			t.Fatal(derr)
 		}
-		if !fx.objs[e] && rpSelfCheck(t, o) {
+		if !fx.objs[e] && selfConsistent(t, o) {
 			t.Fatalf("%s: repaired table holds %v, neither a fixture object nor visibly damaged", what, o)
 		}
 	}
-	rpMemNoTemps(t, mfs, what)
+	noTempsInMemFS(t, mfs, what)
 	return len(got)
 }
 
-func rpMemNoTemps(t *testing.T, mfs *rpMemFS, what string) {
+func noTempsInMemFS(t *testing.T, mfs memFS, what string) {
 	t.Helper()
 	if n := mfs.names(); len(n) != 1 {
 		t.Fatalf("%s: files after the case: %v", what, n)
 	}
 }
 
-// rpMemReopenClean opens path with NoRepair, checks it and returns the
+// reopenCleanInMemFS opens path with NoRepair, checks it and returns the
 // sorted encodings of its objects.
-func rpMemReopenClean(t *testing.T, mfs *rpMemFS, path, what string) []string {
+func reopenCleanInMemFS(t *testing.T, mfs memFS, path, what string) []string {
 	t.Helper()
 	tab, err := Open(path, Options{FS: mfs})
 	if err != nil {
@@ -259,20 +238,20 @@ func rpMemReopenClean(t *testing.T, mfs *rpMemFS, path, what string) []string {
 	if err := tab.Check(); err != nil {
 		t.Fatalf("%s: Check after repair: %v", what, err)
 	}
-	return rpContents(t, tab)
+	return sortedContents(t, tab)
 }
 
-func rpFixtures(t *testing.T) []rpFixture {
-	var fs []rpFixture
-	for _, k := range rpKinds {
-		fs = append(fs, rpMakeFixture(t, k, 40))
+func damageFixtures(t *testing.T) []damageFixture {
+	var fs []damageFixture
+	for _, k := range allKinds {
+		fs = append(fs, makeDamageFixture(t, k, 40))
 	}
 	return fs
 }
 
 // TestDamageTruncation (C5): cut the file at every offset.
 func TestDamageTruncation(t *testing.T) {
-	for _, fx := range rpFixtures(t) {
+	for _, fx := range damageFixtures(t) {
 		t.Run(fx.kind.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			step := 1
@@ -282,8 +261,8 @@ func TestDamageTruncation(t *testing.T) {
 			t.Logf("fixture: %d bytes, %d objects", len(fx.img), fx.n)
 			for cut := 0; cut < len(fx.img); cut += step {
 				img := fx.img[:cut]
-				n := rpDamageCase(t, dir, fx, img, fmt.Sprintf("cut at %d", cut))
-				m := rpRepairedCase(t, dir, fx, img, fmt.Sprintf("forced repair, cut at %d", cut))
+				n := checkDamagedImage(t, dir, fx, img, fmt.Sprintf("cut at %d", cut))
+				m := checkForcedRepair(t, dir, fx, img, fmt.Sprintf("forced repair, cut at %d", cut))
 				// Every object lies before the free lists, so a cut at the
 				// free-list pointer or later loses nothing.
 				if cut >= int(be.Uint32(fx.img)) && m != fx.n {
@@ -299,11 +278,11 @@ func TestDamageTruncation(t *testing.T) {
 // with zeros, 0xFF, random bytes and the bytes of an older version of the
 // file (torn writes).
 func TestDamageSectors(t *testing.T) {
-	r := rand.New(rand.NewPCG(rpSeed(t), 3))
-	for _, fx := range rpFixtures(t) {
+	r := rand.New(rand.NewPCG(seedU64(t), 3))
+	for _, fx := range damageFixtures(t) {
 		t.Run(fx.kind.String(), func(t *testing.T) {
 			dir := t.TempDir()
-			oldFx := rpMakeFixture(t, fx.kind, 30)
+			oldFx := makeDamageFixture(t, fx.kind, 30)
 			old := oldFx.img
 			// A torn write may bring back objects of the older version.
 			both := fx
@@ -333,8 +312,8 @@ func TestDamageSectors(t *testing.T) {
 						if fill == 3 {
 							f = both
 						}
-						rpDamageCase(t, dir, f, img, what)
-						rpRepairedCase(t, dir, f, img, what)
+						checkDamagedImage(t, dir, f, img, what)
+						checkForcedRepair(t, dir, f, img, what)
 					}
 				}
 			}
@@ -345,8 +324,8 @@ func TestDamageSectors(t *testing.T) {
 // TestDamageBitFlips (C7): every bit of the header, segment-array and
 // free-list areas, and random bits elsewhere.
 func TestDamageBitFlips(t *testing.T) {
-	r := rand.New(rand.NewPCG(rpSeed(t), 4))
-	for _, fx := range rpFixtures(t) {
+	r := rand.New(rand.NewPCG(seedU64(t), 4))
+	for _, fx := range damageFixtures(t) {
 		t.Run(fx.kind.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			var offs []int
@@ -372,9 +351,9 @@ func TestDamageBitFlips(t *testing.T) {
 					img := slices.Clone(fx.img)
 					img[off] ^= 1 << bit
 					what := fmt.Sprintf("bit %d of byte %d", bit, off)
-					rpDamageCase(t, dir, fx, img, what)
+					checkDamagedImage(t, dir, fx, img, what)
 					if off >= baseAddr {
-						rpRepairedCase(t, dir, fx, img, what)
+						checkForcedRepair(t, dir, fx, img, what)
 					}
 				}
 			}
@@ -385,8 +364,8 @@ func TestDamageBitFlips(t *testing.T) {
 // TestDamageAppendedGarbage (C9): bytes appended to a clean file and to a
 // dirty one.
 func TestDamageAppendedGarbage(t *testing.T) {
-	r := rand.New(rand.NewPCG(rpSeed(t), 5))
-	for _, fx := range rpFixtures(t) {
+	r := rand.New(rand.NewPCG(seedU64(t), 5))
+	for _, fx := range damageFixtures(t) {
 		t.Run(fx.kind.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			dirty := slices.Clone(fx.img[:be.Uint32(fx.img)])
@@ -420,8 +399,8 @@ func TestDamageAppendedGarbage(t *testing.T) {
 						}
 						img := append(slices.Clone(base), g...)
 						what := fmt.Sprintf("append %d bytes fill %d", n, fill)
-						rpDamageCase(t, dir, fx, img, what)
-						if got := rpRepairedCase(t, dir, fx, img, what); got < fx.n {
+						checkDamagedImage(t, dir, fx, img, what)
+						if got := checkForcedRepair(t, dir, fx, img, what); got < fx.n {
 							t.Fatalf("%s: repair recovered %d of %d objects", what, got, fx.n)
 						}
 					}
@@ -434,7 +413,7 @@ func TestDamageAppendedGarbage(t *testing.T) {
 // TestDamageForeignFiles (C10): files that are not DETS files, or hostile
 // ones, are refused with typed errors and never modified.
 func TestDamageForeignFiles(t *testing.T) {
-	fx := rpMakeFixture(t, Set, 20)
+	fx := makeDamageFixture(t, Set, 20)
 	dir := t.TempDir()
 	hdr := func(mut func(b []byte)) []byte {
 		b := slices.Clone(fx.img)
@@ -448,8 +427,8 @@ func TestDamageForeignFiles(t *testing.T) {
 		"wrong magic": hdr(func(b []byte) { b[5] ^= 1 }),
 		"version 8":   hdr(func(b []byte) { be.PutUint32(b[offVersion:], 8) }),
 		"version 10":  hdr(func(b []byte) { be.PutUint32(b[offVersion:], 10) }),
-		"huge counts": hdr(func(b []byte) { be.PutUint32(b[offNoObjects:], 1<<31); rpFixMD5(b) }),
-		"huge next":   hdr(func(b []byte) { be.PutUint32(b[offNext:], 1<<31); rpFixMD5(b) }),
+		"huge counts": hdr(func(b []byte) { be.PutUint32(b[offNoObjects:], 1<<31); fixHeaderMD5(b) }),
+		"huge next":   hdr(func(b []byte) { be.PutUint32(b[offNext:], 1<<31); fixHeaderMD5(b) }),
 		"fl ptr past EOF": hdr(func(b []byte) {
 			be.PutUint32(b[offFreelistsPtr:], uint32(len(b)+100))
 		}),
@@ -483,14 +462,14 @@ func TestDamageForeignFiles(t *testing.T) {
 		}(),
 	}
 	for name, img := range cases {
-		rpDamageCase(t, dir, fx, img, name)
-		rpRepairedCase(t, dir, fx, img, name)
+		checkDamagedImage(t, dir, fx, img, name)
+		checkForcedRepair(t, dir, fx, img, name)
 	}
 	// Files that are not DETS at all must be refused by Repair too, even
 	// with Kind and KeyPos given, and stay unchanged.
 	for _, name := range []string{"empty", "short", "100 A"} {
 		path := filepath.Join(dir, "foreign")
-		rpWriteFile(t, path, cases[name])
+		writeFileT(t, path, cases[name])
 		if _, err := Repair(path, Options{Kind: Set, KeyPos: 1}, nil); !errors.Is(err, ErrNotDETS) {
 			t.Errorf("%s: Repair = %v, want ErrNotDETS", name, err)
 		}
@@ -500,75 +479,75 @@ func TestDamageForeignFiles(t *testing.T) {
 	}
 }
 
-// rpFixMD5 recomputes the header MD5 after a deliberate edit.
-func rpFixMD5(b []byte) {
+// fixHeaderMD5 recomputes the header MD5 after a deliberate edit.
+func fixHeaderMD5(b []byte) {
 	h := decodeHeader(b)
 	h.encode(b)
 }
 
-// rpFaultFS fails the n-th mutating operation (1-based) and every later one,
+// nthOpFaultFS fails the n-th mutating operation (1-based) and every later one,
 // as a crash at that point would stop the repair.
-type rpFaultFS struct {
-	*rpMemFS
+type nthOpFaultFS struct {
+	memFS
 	n   int
 	mu  sync.Mutex // the repair's writer and early fsyncs step concurrently
 	ops int
 }
 
-var errRPFault = errors.New("injected fault")
+var errInjectedFault = errors.New("injected fault")
 
-func (f *rpFaultFS) step() error {
+func (f *nthOpFaultFS) step() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ops++
 	if f.n > 0 && f.ops >= f.n {
-		return errRPFault
+		return errInjectedFault
 	}
 	return nil
 }
 
-type rpFaultFile struct {
+type nthOpFaultFile struct {
 	File
-	fs *rpFaultFS
+	fs *nthOpFaultFS
 }
 
-func (f *rpFaultFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+func (f *nthOpFaultFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	if flag&(os.O_CREATE|os.O_TRUNC) != 0 {
 		if err := f.step(); err != nil {
 			return nil, err
 		}
 	}
-	file, err := f.rpMemFS.OpenFile(name, flag, perm)
+	file, err := f.memFS.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
-	return rpFaultFile{file, f}, nil
+	return nthOpFaultFile{file, f}, nil
 }
 
-func (f *rpFaultFS) Rename(a, b string) error {
+func (f *nthOpFaultFS) Rename(a, b string) error {
 	if err := f.step(); err != nil {
 		return err
 	}
-	return f.rpMemFS.Rename(a, b)
+	return f.memFS.Rename(a, b)
 }
 
-func (f *rpFaultFS) SyncDir(d string) error {
+func (f *nthOpFaultFS) SyncDir(d string) error {
 	if err := f.step(); err != nil {
 		return err
 	}
 	return nil
 }
 
-func (f rpFaultFile) WriteAt(b []byte, off int64) (int, error) {
+func (f nthOpFaultFile) WriteAt(b []byte, off int64) (int, error) {
 	if err := f.fs.step(); err != nil {
 		return 0, err
 	}
 	return f.File.WriteAt(b, off)
 }
 
-func (f rpFaultFile) Sync() error { return f.fs.step() }
+func (f nthOpFaultFile) Sync() error { return f.fs.step() }
 
-func (f rpFaultFile) Truncate(n int64) error {
+func (f nthOpFaultFile) Truncate(n int64) error {
 	if err := f.fs.step(); err != nil {
 		return err
 	}
@@ -582,23 +561,16 @@ func (f rpFaultFile) Truncate(n int64) error {
 func TestRepairCrashSafety(t *testing.T) {
 	t.Parallel()
 	external := withTuning(Options{}, func(tn *tuning) { tn.repairMemEntries = 50 })
-	r := rand.New(rand.NewPCG(rpSeed(t), 6))
-	for _, kind := range rpKinds {
-		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 400)
-		want := m.sorted()
-		clean := newRPMemFS()
-		clean.put("t.dets", img)
-		opts := external
-		opts.FS = clean
-		if _, err := Repair("t.dets", opts, nil); err != nil {
-			t.Fatal(err)
-		}
-		repaired := clean.get("t.dets")
-		rpEachFault(t, kind, img, want, external, func(ffs *rpFaultFS) {
+	r := rand.New(rand.NewPCG(seedU64(t), 6))
+	for _, kind := range allKinds {
+		img, m, _ := killedImage(t, t.TempDir(), kind, r, 400)
+		want := m.Objects()
+		repaired := repairInMemory(t, img, external).get("t.dets")
+		repairWithEachFault(t, kind, img, want, external, func(ffs *nthOpFaultFS) {
 			if !bytes.Equal(ffs.get("t.dets"), repaired) {
 				t.Fatalf("%s: the repair is not deterministic", kind)
 			}
-		}, func(ffs *rpFaultFS, n int) {
+		}, func(ffs *nthOpFaultFS, n int) {
 			if now := ffs.get("t.dets"); !bytes.Equal(now, img) && !bytes.Equal(now, repaired) {
 				t.Fatalf("%s: fault at step %d left a file that is neither the old nor the new one", kind, n)
 			}
@@ -606,15 +578,28 @@ func TestRepairCrashSafety(t *testing.T) {
 	}
 }
 
-// rpEachFault repairs img with opts (its FS replaced) stopped at its n-th
+// repairInMemory repairs img as t.dets in a new memFS with opts (its FS
+// replaced) and returns the memFS.
+func repairInMemory(t *testing.T, img []byte, opts Options) memFS {
+	t.Helper()
+	mfs := newMemFS()
+	mfs.put("t.dets", img)
+	opts.FS = mfs
+	if _, err := Repair("t.dets", opts, nil); err != nil {
+		t.Fatal(err)
+	}
+	return mfs
+}
+
+// repairWithEachFault repairs img with opts (its FS replaced) stopped at its n-th
 // mutating step, for n = 1, 2, ... until a repair runs to its end, which
 // finished checks. Each stopped repair must return the fault and leave a
 // file that left accepts; a second repair must then give want and leave no
 // temporary file.
-func rpEachFault(t *testing.T, kind Kind, img []byte, want []string, opts Options, finished func(*rpFaultFS), left func(*rpFaultFS, int)) {
+func repairWithEachFault(t *testing.T, kind Kind, img []byte, want []string, opts Options, finished func(*nthOpFaultFS), left func(*nthOpFaultFS, int)) {
 	t.Helper()
 	for n := 1; ; n++ {
-		ffs := &rpFaultFS{rpMemFS: newRPMemFS(), n: n}
+		ffs := &nthOpFaultFS{memFS: newMemFS(), n: n}
 		ffs.put("t.dets", img)
 		opts.FS = ffs
 		_, err := Repair("t.dets", opts, nil)
@@ -623,7 +608,7 @@ func rpEachFault(t *testing.T, kind Kind, img []byte, want []string, opts Option
 			t.Logf("%s: the repair has %d mutating steps", kind, n-1)
 			return
 		}
-		if !errors.Is(err, errRPFault) {
+		if !errors.Is(err, errInjectedFault) {
 			t.Fatalf("%s: fault at step %d: unexpected error %v", kind, n, err)
 		}
 		left(ffs, n)
@@ -631,10 +616,10 @@ func rpEachFault(t *testing.T, kind Kind, img []byte, want []string, opts Option
 		if _, err := Repair("t.dets", opts, nil); err != nil {
 			t.Fatalf("%s: repair after a fault at step %d: %v", kind, n, err)
 		}
-		if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
+		if got := reopenCleanInMemFS(t, ffs.memFS, "t.dets", kind.String()); !slices.Equal(got, want) {
 			t.Fatalf("%s: fault at step %d, then repair: %d objects, want %d", kind, n, len(got), len(want))
 		}
-		rpMemNoTemps(t, ffs.rpMemFS, kind.String())
+		noTempsInMemFS(t, ffs.memFS, kind.String())
 		if n > 10000 {
 			t.Fatal("repair never finished")
 		}
@@ -645,11 +630,11 @@ func rpEachFault(t *testing.T, kind Kind, img []byte, want []string, opts Option
 // the in-memory one on the same file.
 func TestRepairExternalSort(t *testing.T) {
 	t.Parallel()
-	r := rand.New(rand.NewPCG(rpSeed(t), 7))
-	for _, kind := range rpKinds {
-		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 3000)
+	r := rand.New(rand.NewPCG(seedU64(t), 7))
+	for _, kind := range allKinds {
+		img, m, _ := killedImage(t, t.TempDir(), kind, r, 3000)
 		for _, limit := range []int{7, 1000, 1 << 20} {
-			mfs := newRPMemFS()
+			mfs := newMemFS()
 			mfs.put("t.dets", img)
 			var last RepairProgress
 			var calls int
@@ -670,10 +655,10 @@ func TestRepairExternalSort(t *testing.T) {
 			if st.ExternalSort != (int(st.ObjectsFound) >= limit) {
 				t.Errorf("limit %d, %d objects: ExternalSort = %v", limit, st.ObjectsFound, st.ExternalSort)
 			}
-			if got := rpMemReopenClean(t, mfs, "t.dets", kind.String()); !slices.Equal(got, m.sorted()) {
-				t.Fatalf("%s, limit %d: %d objects, want %d", kind, limit, len(got), len(m.sorted()))
+			if got := reopenCleanInMemFS(t, mfs, "t.dets", kind.String()); !slices.Equal(got, m.Objects()) {
+				t.Fatalf("%s, limit %d: %d objects, want %d", kind, limit, len(got), len(m.Objects()))
 			}
-			rpMemNoTemps(t, mfs, kind.String())
+			noTempsInMemFS(t, mfs, kind.String())
 		}
 	}
 }
@@ -683,15 +668,15 @@ func TestRepairExternalSort(t *testing.T) {
 // size moved, two entries swapped. The tables are large enough for a
 // traversal window to be placed or radix-sorted (over 256 buckets), not
 // only insertion-sorted as in the small fixtures. Every case must end in
-// objects of the fixture or a typed error, never a panic (rpDamageCase).
+// objects of the fixture or a typed error, never a panic (checkDamagedImage).
 func TestDamageSlotEntries(t *testing.T) {
-	r := rand.New(rand.NewPCG(rpSeed(t), 9))
+	r := rand.New(rand.NewPCG(seedU64(t), 9))
 	cases := 120
 	if testing.Short() {
 		cases = 30
 	}
-	for _, kind := range rpKinds {
-		fx := rpMakeFixture(t, kind, 600)
+	for _, kind := range allKinds {
+		fx := makeDamageFixture(t, kind, 600)
 		t.Run(kind.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			img := fx.img
@@ -731,7 +716,7 @@ func TestDamageSlotEntries(t *testing.T) {
 					copy(d[b:b+slotEntrySize], img[a:a+slotEntrySize])
 					what = fmt.Sprintf("entries at %d and %d swapped", a, b)
 				}
-				rpDamageCase(t, dir, fx, d, what)
+				checkDamagedImage(t, dir, fx, d, what)
 			}
 		})
 	}

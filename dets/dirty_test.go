@@ -20,17 +20,17 @@ func TestDirtyKeepsStaleFreeLists(t *testing.T) {
 	var imgs [][]byte
 	var want [][]string
 	var kinds []Kind
-	for _, kind := range rpKinds {
+	for _, kind := range allKinds {
 		for _, after := range []int{1, 40} { // inserts after the save
 			path := filepath.Join(t.TempDir(), "t.dets")
 			tab := mustOpen(t, path, Options{Kind: kind})
-			m := newRPModel(kind)
+			m := newModel(kind)
 			for i := range 600 {
-				o := rpObj(rng.Intn(300), i%3, rng.Intn(200))
-				m.put(t, tab, o)
+				o := paddedObj(rng.Intn(300), i%3, rng.Intn(200))
+				insertBoth(t, tab, m, o)
 				if i%4 == 0 {
 					k := etf.Int(rng.Intn(300))
-					m.del(t, tab, k)
+					deleteBoth(t, tab, m, k)
 				}
 			}
 			if err := tab.Sync(); err != nil {
@@ -42,8 +42,8 @@ func TestDirtyKeepsStaleFreeLists(t *testing.T) {
 				t.Fatalf("%s: synced file of %d bytes, free lists at %d", kind, len(synced), flp)
 			}
 			for i := range after {
-				o := rpObj(1000+i, 0, rng.Intn(200))
-				m.put(t, tab, o)
+				o := paddedObj(1000+i, 0, rng.Intn(200))
+				insertBoth(t, tab, m, o)
 			}
 			img := readFileT(t, path)
 			if len(img) < len(synced) {
@@ -55,9 +55,9 @@ func TestDirtyKeepsStaleFreeLists(t *testing.T) {
 			if err := tab.Close(); err != nil {
 				t.Fatal(err)
 			}
-			rpReopenClean(t, path)
-			imgs, want, kinds = append(imgs, img), append(want, m.sorted()), append(kinds, kind)
+			reopenClean(t, path)
+			imgs, want, kinds = append(imgs, img), append(want, m.Objects()), append(kinds, kind)
 		}
 	}
-	ckCrashImages(t, r, kinds, imgs, want)
+	checkKillImagesWithOTP(t, r, kinds, imgs, want)
 }

@@ -18,7 +18,7 @@ import (
 // grow the table across segments, deletes, syncs, close+reopen) runs with
 // an injected EIO or ENOSPC at the n-th write, sync or truncate, for every
 // n up to the workload's count (sampled above 80 writes), once-only and
-// persistent. Invariants (ftCase):
+// persistent. Invariants (runFaultCase):
 //
 //	F1 no panic; the failing call returns an error matching the injected
 //	   errno (errors.Is through the *fs.PathError), not a corruption error.
@@ -36,34 +36,34 @@ import (
 //	   repair the content is exactly the last saved state (or the state
 //	   acked by a save in flight): a full disk never loses synced objects.
 
-// ftWorkload is a fixed-shape workload with growth, per kind.
-func ftWorkload(r *rand.Rand) []ckOp {
-	var ops []ckOp
+// faultWorkload is a fixed-shape workload with growth, per kind.
+func faultWorkload(r *rand.Rand) []workloadOp {
+	var ops []workloadOp
 	for k := range 6 {
-		ops = append(ops, ckOp{what: "insert", objs: []etf.Term{rpFixtureObj(nil, k, 0, 20+k*150)}})
+		ops = append(ops, workloadOp{what: "insert", objs: []etf.Term{selfCheckingObj(nil, k, 0, 20+k*150)}})
 	}
-	ops = append(ops, ckOp{what: "sync"})
+	ops = append(ops, workloadOp{what: "sync"})
 	var batch []etf.Term
 	for k := range 300 { // grows past 256 slots: a new segment and splits
-		batch = append(batch, rpFixtureObj(nil, 100+k, r.IntN(2), r.IntN(30)))
+		batch = append(batch, selfCheckingObj(nil, 100+k, r.IntN(2), r.IntN(30)))
 	}
-	ops = append(ops, ckOp{what: "insert", objs: batch},
-		ckOp{what: "delete", key: etf.Int(2)},
-		ckOp{what: "deleteobj", objs: []etf.Term{rpFixtureObj(nil, 3, 0, 20+3*150)}},
-		ckOp{what: "insert", objs: []etf.Term{rpFixtureObj(nil, 1, 1, 700)}},
-		ckOp{what: "insertnew", objs: []etf.Term{rpFixtureObj(nil, 50, 1, 10)}},
-		ckOp{what: "reopen"},
-		ckOp{what: "insert", objs: []etf.Term{rpFixtureObj(nil, 4, 2, 5)}},
-		ckOp{what: "sync"},
-		ckOp{what: "delete", key: etf.Int(100)},
-		ckOp{what: "reopen"})
+	ops = append(ops, workloadOp{what: "insert", objs: batch},
+		workloadOp{what: "delete", key: etf.Int(2)},
+		workloadOp{what: "deleteobj", objs: []etf.Term{selfCheckingObj(nil, 3, 0, 20+3*150)}},
+		workloadOp{what: "insert", objs: []etf.Term{selfCheckingObj(nil, 1, 1, 700)}},
+		workloadOp{what: "insertnew", objs: []etf.Term{selfCheckingObj(nil, 50, 1, 10)}},
+		workloadOp{what: "reopen"},
+		workloadOp{what: "insert", objs: []etf.Term{selfCheckingObj(nil, 4, 2, 5)}},
+		workloadOp{what: "sync"},
+		workloadOp{what: "delete", key: etf.Int(100)},
+		workloadOp{what: "reopen"})
 	return ops
 }
 
-type ftStats struct{ runs, openFail, failed int }
+type faultStats struct{ runs, openFail, failed int }
 
-// ftCase runs ops with one fault and checks F1-F4.
-func ftCase(t *testing.T, kind Kind, ops []ckOp, opk crashfs.OpKind, n int, errno error, persistent bool, st *ftStats) (fired bool) {
+// runFaultCase runs ops with one fault and checks F1-F4.
+func runFaultCase(t *testing.T, kind Kind, ops []workloadOp, opk crashfs.OpKind, n int, errno error, persistent bool, st *faultStats) (fired bool) {
 	what := fmt.Sprintf("%s: %v at %s #%d (persistent %v)", kind, errno, opk, n, persistent)
 	defer func() {
 		if r := recover(); r != nil {
@@ -72,7 +72,7 @@ func ftCase(t *testing.T, kind Kind, ops []ckOp, opk crashfs.OpKind, n int, errn
 	}()
 	cfs := crashfs.New()
 	cfs.Inject(opk, n, errno, persistent)
-	steps, tab, failAt, err := ckRun(t, cfs, kind, ops)
+	steps, tab, failAt, err := runWorkload(t, cfs, kind, ops)
 	st.runs++
 	if err == nil {
 		if len(cfs.Fired()) != 0 {
@@ -95,7 +95,7 @@ func ftCase(t *testing.T, kind Kind, ops []ckOp, opk crashfs.OpKind, n int, errn
 		if _, lerr := tab.Lookup(etf.Int(1)); !errors.Is(lerr, errno) {
 			t.Fatalf("%s: Lookup after the failure: %v, want the sticky error", what, lerr)
 		}
-		if ierr := tab.Insert(rpFixtureObj(t, 9999, 0, 1)); !errors.Is(ierr, errno) {
+		if ierr := tab.Insert(selfCheckingObj(t, 9999, 0, 1)); !errors.Is(ierr, errno) {
 			t.Fatalf("%s: Insert after the failure: %v, want the sticky error", what, ierr)
 		}
 		if serr := tab.Sync(); !errors.Is(serr, errno) {
@@ -114,28 +114,28 @@ func ftCase(t *testing.T, kind Kind, ops []ckOp, opk crashfs.OpKind, n int, errn
 	s := steps[failAt]
 	// F4: power loss now.
 	img := cfs.Crash(crashfs.SyncedOnly, nil)
-	if img.Exists(ckPath) {
-		got := ftRepairContents(t, img, what+" (synced-only image)")
+	if img.Exists(crashTablePath) {
+		got := repairedContents(t, img, what+" (synced-only image)")
 		if got != nil {
 			want := [][]string{s.savedBefore.Objects()}
 			if s.isSave {
 				want = append(want, s.pre.Objects())
 			}
 			if !slices.Equal(got, want[0]) && (len(want) == 1 || !slices.Equal(got, want[1])) {
-				t.Fatalf("%s: power loss after the failure: %d objects, last save had %d (missing %v)", what, len(got), len(want[0]), ckShow(mdl.Missing(want[0], got)))
+				t.Fatalf("%s: power loss after the failure: %d objects, last save had %d (missing %v)", what, len(got), len(want[0]), showEncodings(mdl.Missing(want[0], got)))
 			}
 		}
 	} else if s.savedBefore.Len() > 0 {
 		t.Fatalf("%s: the table file is not durable after a save", what)
 	}
 	// F3: the process goes on.
-	if !cfs.Exists(ckPath) {
+	if !cfs.Exists(crashTablePath) {
 		if failAt != 0 {
 			t.Fatalf("%s: the table file vanished", what)
 		}
 		return true
 	}
-	got := ftRepairContents(t, cfs, what)
+	got := repairedContents(t, cfs, what)
 	if got == nil {
 		return true
 	}
@@ -150,31 +150,31 @@ func ftCase(t *testing.T, kind Kind, ops []ckOp, opk crashfs.OpKind, n int, errn
 	for _, e := range got {
 		have[e] = true
 		if !either[e] {
-			t.Fatalf("%s: after repair an object in neither the state before nor after %s: %v", what, s.op, ckShow([]string{e}))
+			t.Fatalf("%s: after repair an object in neither the state before nor after %s: %v", what, s.op, showEncodings([]string{e}))
 		}
 	}
 	for _, e := range s.pre.Objects() {
 		if postSet[e] && !have[e] {
-			t.Fatalf("%s: after repair lost an object present before and after %s: %v", what, s.op, ckShow([]string{e}))
+			t.Fatalf("%s: after repair lost an object present before and after %s: %v", what, s.op, showEncodings([]string{e}))
 		}
 	}
 	return true
 }
 
-// ftRepairContents opens ckPath in cfs with AutoRepair, checks it, reopens
+// repairedContents opens crashTablePath in cfs with AutoRepair, checks it, reopens
 // it with NoRepair and returns its sorted object encodings. It returns nil
 // when the file is too short to be a table (a failure inside the create).
-func ftRepairContents(t *testing.T, cfs *crashfs.FS, what string) []string {
+func repairedContents(t *testing.T, cfs *crashfs.FS, what string) []string {
 	t.Helper()
-	fsys := ckFS{cfs}
-	tab, err := Open(ckPath, Options{FS: fsys, Repair: AutoRepair})
+	fsys := memFS{cfs}
+	tab, err := Open(crashTablePath, Options{FS: fsys, Repair: AutoRepair})
 	if err != nil {
-		if errors.Is(err, ErrNotDETS) && len(cfs.Get(ckPath)) < headerEnd {
+		if errors.Is(err, ErrNotDETS) && len(cfs.Get(crashTablePath)) < headerEnd {
 			return nil
 		}
 		t.Fatalf("%s: AutoRepair: %v", what, err)
 	}
-	got := ckSettled(t, fsys, tab, what)
+	got := settledContents(t, fsys, tab, what)
 	if got == nil {
 		got = []string{}
 	}
@@ -184,12 +184,12 @@ func ftRepairContents(t *testing.T, cfs *crashfs.FS, what string) []string {
 // TestFaultInjection is C11 for each kind.
 func TestFaultInjection(t *testing.T) {
 	seed := uint64(testSeed(t))
-	for _, kind := range rpKinds {
+	for _, kind := range allKinds {
 		t.Run(kind.String(), func(t *testing.T) {
-			ops := ftWorkload(rand.New(rand.NewPCG(seed, uint64(kind))))
+			ops := faultWorkload(rand.New(rand.NewPCG(seed, uint64(kind))))
 			// Count the operations of a clean run.
 			dry := crashfs.New()
-			if _, tab, _, err := ckRun(t, dry, kind, ops); err != nil {
+			if _, tab, _, err := runWorkload(t, dry, kind, ops); err != nil {
 				t.Fatal(err)
 			} else {
 				tab.Close()
@@ -199,7 +199,7 @@ func TestFaultInjection(t *testing.T) {
 				count[r.Kind]++
 			}
 			t.Logf("workload: %d writes, %d syncs, %d truncates", count[crashfs.OpWrite], count[crashfs.OpSync], count[crashfs.OpTruncate])
-			var st ftStats
+			var st faultStats
 			for _, opk := range []crashfs.OpKind{crashfs.OpWrite, crashfs.OpSync, crashfs.OpTruncate} {
 				stride := max(1, count[opk]/80)
 				if testing.Short() {
@@ -213,7 +213,7 @@ func TestFaultInjection(t *testing.T) {
 						errno      error
 						persistent bool
 					}{{syscall.EIO, false}, {syscall.ENOSPC, true}} {
-						if !ftCase(t, kind, ops, opk, n, c.errno, c.persistent, &st) {
+						if !runFaultCase(t, kind, ops, opk, n, c.errno, c.persistent, &st) {
 							t.Fatalf("%s #%d of %d never fired", opk, n, count[opk])
 						}
 					}

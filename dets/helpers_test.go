@@ -2,12 +2,14 @@ package dets
 
 import (
 	"crypto/sha256"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"github.com/godets/godets/etf"
+	"github.com/godets/godets/internal/crashfs"
 	"github.com/godets/godets/internal/testutil"
 )
 
@@ -21,6 +23,29 @@ var (
 // testSeed returns the seed for a randomized test and logs it with the
 // command that replays it.
 func testSeed(t testing.TB) int64 { return testutil.Seed(t) }
+
+// memFS adapts the in-memory crashfs.FS to the FS interface (Go needs
+// OpenFile's result type to match exactly). Crash and damage tests run
+// tens of thousands of opens and repairs on it, where file-system
+// syscalls would dominate; the embedded FS keeps crashfs's fault
+// injection, log and crash images. internal/testutil/tabletest has the
+// same adapter for the other packages, which dets's own tests cannot
+// import.
+type memFS struct{ *crashfs.FS }
+
+func newMemFS() memFS { return memFS{crashfs.New()} }
+
+func (m memFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	f, err := m.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (m memFS) put(name string, b []byte) { m.FS.Put(name, b) }
+func (m memFS) get(name string) []byte    { return m.FS.Get(name) }
+func (m memFS) names() []string           { return m.FS.Names() }
 
 // setForTest sets *v to x until the end of t.
 func setForTest[T any](t testing.TB, v *T, x T) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/godets/godets/etf"
+	mdl "github.com/godets/godets/internal/model"
 	"github.com/godets/godets/internal/otptest"
 )
 
@@ -74,10 +75,10 @@ type op struct {
 	obj  etf.Term
 }
 
-func randOps(r *rand.Rand, m *model, n, spread int) []op {
+func randOps(r *rand.Rand, m *mdl.Model, n, spread int) []op {
 	var ops []op
 	existing := func() etf.Term {
-		for _, l := range m.keys {
+		for l := range m.ByKey() {
 			return l[r.Intn(len(l))]
 		}
 		return nil
@@ -102,11 +103,11 @@ func randOps(r *rand.Rand, m *model, n, spread int) []op {
 		o := ops[len(ops)-1]
 		switch o.kind {
 		case "insert":
-			m.insert(o.obj)
+			m.Insert(o.obj)
 		case "delete":
-			m.delete(o.obj)
+			m.Delete(o.obj)
 		default:
-			m.deleteObject(o.obj)
+			m.DeleteObject(o.obj)
 		}
 	}
 	return ops
@@ -156,7 +157,7 @@ func TestInteropGoWritesOTPReads(t *testing.T) {
 			rng := rand.New(rand.NewSource(seed + int64(kind)))
 			dir := t.TempDir()
 			var specs []erlSpec
-			var models []*model
+			var models []*mdl.Model
 			for _, n := range sizes {
 				path := filepath.Join(dir, fmt.Sprintf("%s-%d.dets", kind, n))
 				m := newModel(kind)
@@ -174,10 +175,10 @@ func TestInteropGoWritesOTPReads(t *testing.T) {
 					}
 					// Bulk, then single inserts, deletes and re-inserts.
 					must(t, tab.Insert(objs[:n/2]...))
-					m.insert(objs[:n/2]...)
+					m.Insert(objs[:n/2]...)
 					goApply(t, tab, randOps(rng, m, min(n, 2000), spread))
 					must(t, tab.Insert(objs[n/2:]...))
-					m.insert(objs[n/2:]...)
+					m.Insert(objs[n/2:]...)
 				}
 				checkAgainstModel(t, tab, m)
 				mustCheck(t, tab)
@@ -200,7 +201,7 @@ func TestInteropGoWritesOTPReads(t *testing.T) {
 				if d := diffTerms(res[i].before, befores[i]); d != "" {
 					t.Fatalf("%s: OTP read differs from Go: %s", s.path, d)
 				}
-				if d := diffTerms(res[i].after, models[i].objects()); d != "" {
+				if d := diffTerms(res[i].after, models[i].Terms()); d != "" {
 					t.Fatalf("%s: OTP after its ops differs from model: %s", s.path, d)
 				}
 				tab := openT(t, s.path, Options{Kind: kind})
@@ -220,7 +221,7 @@ func TestInteropOTPWritesGoReads(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed))
 	dir := t.TempDir()
 	var specs []erlSpec
-	var models []*model
+	var models []*mdl.Model
 	var kinds []Kind
 	n := 20000
 	if testing.Short() {
@@ -236,7 +237,7 @@ func TestInteropOTPWritesGoReads(t *testing.T) {
 				o := etf.Tuple{randKey(rng, n), etf.Int(rng.Intn(4))}
 				objs = append(objs, o)
 			}
-			m.insert(objs...)
+			m.Insert(objs...)
 			for i := 0; i < len(objs); i += 1000 {
 				ops = append(ops, etf.Tuple{etf.Atom("insert"), objs[i:min(i+1000, len(objs))]})
 			}
@@ -244,14 +245,14 @@ func TestInteropOTPWritesGoReads(t *testing.T) {
 			if variant != "grown" {
 				// Delete about every other key, as OTP's otp_6206 does.
 				i := 0
-				for _, l := range m.keys {
+				for l := range m.ByKey() {
 					if i%2 == 0 {
 						ops = append(ops, etf.Tuple{etf.Atom("delete"), l[0].(etf.Tuple)[0]})
 					}
 					i++
 				}
 				for _, o := range ops[len(ops)-i/2-i%2:] {
-					m.delete(o.(etf.Tuple)[1])
+					m.Delete(o.(etf.Tuple)[1])
 				}
 			}
 			if variant == "compacted" {
@@ -266,7 +267,7 @@ func TestInteropOTPWritesGoReads(t *testing.T) {
 	res := runErl(t, r, specs)
 	var back []erlSpec
 	for i, s := range specs {
-		if d := diffTerms(res[i].after, models[i].objects()); d != "" {
+		if d := diffTerms(res[i].after, models[i].Terms()); d != "" {
 			t.Fatalf("%s: OTP content differs from model: %s", s.path, d)
 		}
 		tab := openT(t, s.path, Options{Kind: kinds[i]})
@@ -279,7 +280,7 @@ func TestInteropOTPWritesGoReads(t *testing.T) {
 	}
 	res = runErl(t, r, back)
 	for i, s := range back {
-		if d := diffTerms(res[i].after, models[i].objects()); d != "" {
+		if d := diffTerms(res[i].after, models[i].Terms()); d != "" {
 			t.Fatalf("%s: OTP read of Go's changes differs from model: %s", s.path, d)
 		}
 	}
@@ -293,7 +294,7 @@ func TestInteropAlternating(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewSource(seed))
 	dir := t.TempDir()
-	models := map[Kind]*model{}
+	models := map[Kind]*mdl.Model{}
 	paths := map[Kind]string{}
 	for _, k := range allKinds {
 		models[k] = newModel(k)
@@ -315,7 +316,7 @@ func TestInteropAlternating(t *testing.T) {
 		}
 		res := runErl(t, r, specs)
 		for i, k := range allKinds {
-			if d := diffTerms(res[i].after, models[k].objects()); d != "" {
+			if d := diffTerms(res[i].after, models[k].Terms()); d != "" {
 				t.Fatalf("round %d %s: OTP content differs from model: %s", round, k, d)
 			}
 		}

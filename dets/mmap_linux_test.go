@@ -23,41 +23,41 @@ func TestMappedDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newRPModel(Set)
+	m := newModel(Set)
 	var failed etf.Term
 	for i := range 100000 {
-		o := rpObj(i, i, 1500)
+		o := paddedObj(i, i, 1500)
 		if err = tab.Insert(o); err != nil {
 			failed = o
 			break
 		}
-		m.insert(t, o)
+		m.Insert(o)
 	}
-	t.Logf("after %d inserts: %v", len(m.objs), err)
+	t.Logf("after %d inserts: %v", m.Len(), err)
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("insert on a full disk: %v, want ENOSPC", err)
 	}
 	if tab.mm == nil {
 		t.Fatal("the table was never mapped")
 	}
-	if len(m.objs) < 1000 {
-		t.Fatalf("only %d inserts before the disk was full", len(m.objs))
+	if m.Len() < 1000 {
+		t.Fatalf("only %d inserts before the disk was full", m.Len())
 	}
 	if cerr := tab.Close(); cerr == nil {
 		t.Fatal("Close after a failed write returned nil")
 	}
 
 	saved := filepath.Join(t.TempDir(), "saved.dets")
-	rpWriteFile(t, saved, readFileT(t, path))
+	writeFileT(t, saved, readFileT(t, path))
 	rtab, err := Open(saved, Options{Repair: AutoRepair})
 	if err != nil {
 		t.Fatalf("repair: %v", err)
 	}
 	rtab.Close()
-	got, want := rpReopenClean(t, saved), m.sorted()
+	got, want := reopenClean(t, saved), m.Objects()
 	if !slices.Equal(got, want) {
-		m.insert(t, failed) // the failed insert may have reached the disk
-		if !slices.Equal(got, m.sorted()) {
+		m.Insert(failed) // the failed insert may have reached the disk
+		if !slices.Equal(got, m.Objects()) {
 			t.Fatalf("repaired %d objects, want the %d acknowledged ones", len(got), len(want))
 		}
 	}
@@ -71,7 +71,7 @@ func TestExtendWithZeros(t *testing.T) {
 		t.Helper()
 		path := filepath.Join(dir, "ext")
 		head := slices.Repeat([]byte{0xAB}, int(cur))
-		rpWriteFile(t, path, head)
+		writeFileT(t, path, head)
 		f, err := OSFS{}.OpenFile(path, os.O_RDWR, 0)
 		must(t, err)
 		defer f.Close()

@@ -199,22 +199,22 @@ func TestMappedCrashImage(t *testing.T) {
 	rng := rand.New(rand.NewSource(testSeed(t)))
 	var imgs [][]byte
 	var want [][]string
-	for _, kind := range rpKinds {
+	for _, kind := range allKinds {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "live.dets")
 		tab, err := Open(path, Options{Kind: kind})
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := newRPModel(kind)
+		m := newModel(kind)
 		for i := range 4000 {
 			k := rng.Intn(1500)
 			if rng.Intn(5) == 0 {
-				m.del(t, tab, etf.Int(k))
+				deleteBoth(t, tab, m, etf.Int(k))
 				continue
 			}
-			o := rpObj(k, i%3, rng.Intn(400))
-			m.put(t, tab, o)
+			o := paddedObj(k, i%3, rng.Intn(400))
+			insertBoth(t, tab, m, o)
 		}
 		if !tab.mmWritable || !tab.extended {
 			t.Fatalf("%s: writes did not go through an extended map (writable %v, extended %v)", kind, tab.mmWritable, tab.extended)
@@ -229,25 +229,25 @@ func TestMappedCrashImage(t *testing.T) {
 		if info, err := os.Stat(path); err != nil || info.Size() != tab.size {
 			t.Fatalf("%s: closed file size %v (err %v), want %d", kind, info.Size(), err, tab.size)
 		}
-		rpReopenClean(t, path)
+		reopenClean(t, path)
 
 		imgs = append(imgs, img)
-		want = append(want, m.sorted())
+		want = append(want, m.Objects())
 	}
-	ckCrashImages(t, r, rpKinds, imgs, want)
+	checkKillImagesWithOTP(t, r, allKinds, imgs, want)
 }
 
-// ckCrashImages repairs each kill image imgs[i] of a table of kinds[i] with
+// checkKillImagesWithOTP repairs each kill image imgs[i] of a table of kinds[i] with
 // godets and, on a copy, with OTP. Both must recover exactly want[i], and
 // OTP must read the godets-repaired file with {repair,false}.
-func ckCrashImages(t *testing.T, r *otptest.Runner, kinds []Kind, imgs [][]byte, want [][]string) {
+func checkKillImagesWithOTP(t *testing.T, r *otptest.Runner, kinds []Kind, imgs [][]byte, want [][]string) {
 	t.Helper()
 	var in [][]byte
 	for i, kind := range kinds {
 		dir := t.TempDir()
 		a, b := filepath.Join(dir, "otp.dets"), filepath.Join(dir, "go.dets")
-		rpWriteFile(t, a, imgs[i])
-		rpWriteFile(t, b, imgs[i])
+		writeFileT(t, a, imgs[i])
+		writeFileT(t, b, imgs[i])
 		if _, err := Open(b, Options{}); !errors.Is(err, ErrNeedsRepair) {
 			t.Fatalf("%s: open of the crash image: %v, want ErrNeedsRepair", kind, err)
 		}
@@ -256,17 +256,17 @@ func ckCrashImages(t *testing.T, r *otptest.Runner, kinds []Kind, imgs [][]byte,
 			t.Fatalf("%s: repair: %v", kind, err)
 		}
 		rtab.Close()
-		if got := rpReopenClean(t, b); !slices.Equal(got, want[i]) {
+		if got := reopenClean(t, b); !slices.Equal(got, want[i]) {
 			t.Fatalf("%s: godets repaired %d objects, want %d", kind, len(got), len(want[i]))
 		}
-		in = append(in, []byte(rpKindAtom(kind)), []byte(a), []byte(b))
+		in = append(in, []byte(kindName(kind)), []byte(a), []byte(b))
 	}
 	for i, kind := range kinds {
 		out := r.Eval(t, otpReadBack, in[3*i:3*i+3]...)
-		if got := rpOTPObjects(t, out[0]); !slices.Equal(got, want[i]) {
+		if got := decodeOTPObjects(t, out[0]); !slices.Equal(got, want[i]) {
 			t.Errorf("%s: OTP repaired the crash image to %d objects, want %d", kind, len(got), len(want[i]))
 		}
-		if got := rpOTPObjects(t, out[1]); !slices.Equal(got, want[i]) {
+		if got := decodeOTPObjects(t, out[1]); !slices.Equal(got, want[i]) {
 			t.Errorf("%s: OTP reads %d objects from the godets-repaired file, want %d", kind, len(got), len(want[i]))
 		}
 	}

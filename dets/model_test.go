@@ -9,66 +9,12 @@ import (
 	"testing"
 
 	"github.com/godets/godets/etf"
+	mdl "github.com/godets/godets/internal/model"
 )
 
-// model is a reference implementation of the three kinds.
-type model struct {
-	kind   Kind
-	keyPos int
-	keys   map[string][]etf.Term
-}
-
-func newModel(kind Kind) *model { return &model{kind: kind, keyPos: 1, keys: map[string][]etf.Term{}} }
-
-func mkey(k etf.Term) string {
-	b, err := etf.Encode(k)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
-
-func (m *model) insert(objs ...etf.Term) {
-	for _, o := range objs {
-		k := mkey(o.(etf.Tuple)[m.keyPos-1])
-		switch m.kind {
-		case Set:
-			m.keys[k] = []etf.Term{o}
-		case Bag:
-			l := slices.DeleteFunc(m.keys[k], func(x etf.Term) bool { return etf.Equal(x, o) })
-			m.keys[k] = append(l, o)
-		default:
-			m.keys[k] = append(m.keys[k], o)
-		}
-	}
-}
-
-func (m *model) delete(key etf.Term) { delete(m.keys, mkey(key)) }
-
-func (m *model) deleteObject(o etf.Term) {
-	k := mkey(o.(etf.Tuple)[m.keyPos-1])
-	l := slices.DeleteFunc(m.keys[k], func(x etf.Term) bool { return etf.Equal(x, o) })
-	if len(l) == 0 {
-		delete(m.keys, k)
-	} else {
-		m.keys[k] = l
-	}
-}
-
-func (m *model) objects() []etf.Term {
-	var out []etf.Term
-	for _, l := range m.keys {
-		out = append(out, l...)
-	}
-	return sortTerms(out)
-}
-
-func (m *model) size() (objs, keys int) {
-	for _, l := range m.keys {
-		objs += len(l)
-	}
-	return objs, len(m.keys)
-}
+// newModel returns an empty reference model (internal/model) of a table of
+// kind with the key at position 1.
+func newModel(kind Kind) *mdl.Model { return mdl.New(mdl.Kind(kind), 1) }
 
 func sortTerms(l []etf.Term) []etf.Term {
 	l = slices.Clone(l)
@@ -92,26 +38,19 @@ func diffTerms(got, want []etf.Term) string {
 // tableObjects reads every object of tab, sorted.
 func tableObjects(t testing.TB, tab *Table) []etf.Term {
 	t.Helper()
-	var out []etf.Term
-	for o, err := range tab.All() {
-		if err != nil {
-			t.Fatalf("All: %v", err)
-		}
-		out = append(out, o)
-	}
-	return sortTerms(out)
+	return sortTerms(scanAll(t, tab))
 }
 
-func checkAgainstModel(t testing.TB, tab *Table, m *model) {
+func checkAgainstModel(t testing.TB, tab *Table, m *mdl.Model) {
 	t.Helper()
-	if d := diffTerms(tableObjects(t, tab), m.objects()); d != "" {
+	if d := diffTerms(tableObjects(t, tab), m.Terms()); d != "" {
 		t.Fatalf("table content differs from model: %s", d)
 	}
 	info, err := tab.Info()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o, k := m.size(); info.Size != o || info.NoKeys != k {
+	if o, k := m.Len(), m.NumKeys(); info.Size != o || info.NoKeys != k {
 		t.Fatalf("info size %d keys %d, model %d %d", info.Size, info.NoKeys, o, k)
 	}
 }

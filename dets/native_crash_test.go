@@ -15,7 +15,7 @@ import (
 )
 
 // Crash images of native tables (docs/format-native.md §15.3): the
-// workloads of crash_test.go (ckGen, ckRunFormat) on native tables, every
+// workloads of crash_test.go (genWorkload, runWorkloadFormat) on native tables, every
 // image opened NoRepair and then AutoRepair, which recovers from the log
 // (§11.2). What native promises, and every image is held to (ncImage):
 //
@@ -60,27 +60,27 @@ func (s ncStats) String() string {
 		s.cases, s.clean, s.recovered, s.withCut, s.withGrowth, s.inCreate, s.syncedKept, s.latest, s.earlier)
 }
 
-// ncWorkload is ckGen's workload; with grow, one batch takes the table
+// ncWorkload is genWorkload's workload; with grow, one batch takes the table
 // past its first 1,024 keys, so that growth steps (512 slots each, one log
 // group) are among the writes a crash cuts.
-func ncWorkload(r *rand.Rand, n int, growth, grow bool) []ckOp {
-	ops := ckGen(r, n, growth)
+func ncWorkload(r *rand.Rand, n int, growth, grow bool) []workloadOp {
+	ops := genWorkload(r, n, growth)
 	if !grow {
 		return ops
 	}
 	var objs []etf.Term
 	for i := range 1100 {
-		objs = append(objs, rpFixtureObj(nil, 100000+i, 0, r.IntN(20)))
+		objs = append(objs, selfCheckingObj(nil, 100000+i, 0, r.IntN(20)))
 	}
 	at := r.IntN(len(ops))
-	return slices.Insert(ops, at, ckOp{what: "insert", objs: objs})
+	return slices.Insert(ops, at, workloadOp{what: "insert", objs: objs})
 }
 
 // ncSaves marks delete_all_objects as a save: on native it is a durable
 // checkpoint of an empty tree (docs/format-native.md §10.2), where otp9
 // just rewrites the file. The steps after it have its state as their
 // last save.
-func ncSaves(steps []ckStep) []ckStep {
+func ncSaves(steps []workloadStep) []workloadStep {
 	var saved *mdl.Model
 	for i := range steps {
 		if saved != nil {
@@ -96,11 +96,11 @@ func ncSaves(steps []ckStep) []ckStep {
 	return steps
 }
 
-// ncPoints is ckPoints plus every point inside a Sync or Close: a crash
+// ncPoints is crashPoints plus every point inside a Sync or Close: a crash
 // at each step of a checkpoint.
-func ncPoints(log []crashfs.Record, steps []ckStep, r *rand.Rand, nRand int) []int {
+func ncPoints(log []crashfs.Record, steps []workloadStep, r *rand.Rand, nRand int) []int {
 	set := map[int]bool{}
-	for _, k := range ckPoints(log, r, nRand) {
+	for _, k := range crashPoints(log, r, nRand) {
 		set[k] = true
 	}
 	for _, s := range steps {
@@ -136,7 +136,7 @@ func TestNativeCrashImages(t *testing.T) {
 			t.Errorf("%d native crash images, below the 5,000 of §15.3", total)
 		}
 	})
-	for _, kind := range rpKinds {
+	for _, kind := range allKinds {
 		t.Run(kind.String(), func(t *testing.T) {
 			st := make([]ncStats, len(ncModes))
 			defer func() {
@@ -148,7 +148,7 @@ func TestNativeCrashImages(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, uint64(si)<<8|uint64(kind)|0x80))
 				ops := ncWorkload(r, 10+r.IntN(30), si%2 == 0, si%4 == 0) // growth images are the slow ones
 				cfs := crashfs.New()
-				steps, tab, failAt, err := ckRunFormat(t, cfs, kind, Native, ops)
+				steps, tab, failAt, err := runWorkloadFormat(t, cfs, kind, Native, ops)
 				steps = ncSaves(steps)
 				if err != nil {
 					t.Fatalf("seed %d/%d: workload failed at step %d: %v", seed, si, failAt, err)
@@ -171,7 +171,7 @@ func TestNativeCrashImages(t *testing.T) {
 
 // ncImage checks one native crash image (N1-N6) and returns the objects
 // the recovered table holds, or nil for an image refused inside the create.
-func ncImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.Mode, st *ncStats, what string) []string {
+func ncImage(t *testing.T, img *crashfs.FS, steps []workloadStep, k int, mode crashfs.Mode, st *ncStats, what string) []string {
 	t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
@@ -179,23 +179,23 @@ func ncImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.
 		}
 	}()
 	st.cases++
-	c := ckLocate(t, steps, k, what)
+	c := locateCrash(t, steps, k, what)
 	if c.step.op.what == "deleteall" && !c.boundary {
 		// A checkpoint of an empty tree in flight: its meta may be there.
 		c.cleanOK = append(c.cleanOK, c.step.post.Objects())
 	}
 	inCreate := c.step.op.what == "create"
-	fsys := ckFS{img}
-	if !img.Exists(ckPath) {
+	fsys := memFS{img}
+	if !img.Exists(crashTablePath) {
 		if !inCreate {
 			t.Fatalf("%s: the table file is gone", what)
 		}
 		st.inCreate++
 		return nil
 	}
-	before := img.Get(ckPath)
+	before := img.Get(crashTablePath)
 	unchanged := func(how string) {
-		if !bytes.Equal(img.Get(ckPath), before) {
+		if !bytes.Equal(img.Get(crashTablePath), before) {
 			t.Fatalf("%s: %s changed the file", what, how)
 		}
 	}
@@ -204,10 +204,10 @@ func ncImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.
 	createRefusal := func(err error) bool {
 		return inCreate && (errors.Is(err, ErrNotDETS) || errors.Is(err, ErrNeedsRepair) || errors.Is(err, ErrNotSupported))
 	}
-	tab, err := Open(ckPath, Options{FS: fsys})
+	tab, err := Open(crashTablePath, Options{FS: fsys})
 	switch {
 	case err == nil:
-		got, cerr := ckContents(tab)
+		got, cerr := sortedContentsErr(tab)
 		if cerr != nil {
 			t.Fatalf("%s: clean open, then reading: %v", what, cerr)
 		}
@@ -226,7 +226,7 @@ func ncImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.
 	}
 	unchanged("a NoRepair open")
 	if err != nil {
-		tab, err = Open(ckPath, Options{FS: fsys, Repair: AutoRepair})
+		tab, err = Open(crashTablePath, Options{FS: fsys, Repair: AutoRepair})
 		if err != nil {
 			if createRefusal(err) {
 				unchanged("a refused AutoRepair")
@@ -244,10 +244,10 @@ func ncImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.
 				st.withGrowth++
 			}
 		}
-	} else if tab, err = Open(ckPath, Options{FS: fsys}); err != nil {
+	} else if tab, err = Open(crashTablePath, Options{FS: fsys}); err != nil {
 		t.Fatalf("%s: reopen of a clean file: %v", what, err)
 	}
-	got := ckSettled(t, fsys, tab, what)
+	got := settledContents(t, fsys, tab, what)
 	if n := img.Names(); len(n) != 1 {
 		t.Fatalf("%s: files left: %v", what, n)
 	}
@@ -256,11 +256,11 @@ func ncImage(t *testing.T, img *crashfs.FS, steps []ckStep, k int, mode crashfs.
 }
 
 // ncCheckState checks N3-N6 for the objects got of an image crashed at k.
-func ncCheckState(t *testing.T, got []string, steps []ckStep, c ckCrash, k int, mode crashfs.Mode, st *ncStats, what string) {
+func ncCheckState(t *testing.T, got []string, steps []workloadStep, c crashPoint, k int, mode crashfs.Mode, st *ncStats, what string) {
 	t.Helper()
 	for _, e := range got {
 		if !c.step.ever[e] {
-			t.Fatalf("%s: the recovered table holds an object never inserted: %v (in flight: %s)", what, ckShow([]string{e}), c.step.op)
+			t.Fatalf("%s: the recovered table holds an object never inserted: %v (in flight: %s)", what, showEncodings([]string{e}), c.step.op)
 		}
 	}
 	// The reachable states: after the last completed save, after each
@@ -286,7 +286,7 @@ func ncCheckState(t *testing.T, got []string, steps []ckStep, c ckCrash, k int, 
 	if match < 0 {
 		saved := steps[js].post.Objects()
 		t.Fatalf("%s: %d objects, no prefix of the steps after the last save (%s, %d objects; missing %v, extra %v; in flight: %s)",
-			what, len(got), steps[js].op, len(saved), ckShow(mdl.Missing(saved, got)), ckShow(mdl.Missing(got, saved)), c.step.op)
+			what, len(got), steps[js].op, len(saved), showEncodings(mdl.Missing(saved, got)), showEncodings(mdl.Missing(got, saved)), c.step.op)
 	}
 	last := len(states) - 1
 	switch {
@@ -350,13 +350,13 @@ func TestNativeCrashInRecovery(t *testing.T) {
 	if testing.Short() {
 		first, perSeed = 1, 2 // the seed without the growth batch
 	}
-	for _, kind := range rpKinds {
+	for _, kind := range allKinds {
 		cases, recoveries := 0, 0
 		for si := first; si < seeds; si++ {
 			r := rand.New(rand.NewPCG(seed, uint64(si)<<8|uint64(kind)|0x40))
 			ops := ncWorkload(r, 20+r.IntN(20), si%2 == 0, si%2 == 0)
 			cfs := crashfs.New()
-			steps, tab, failAt, err := ckRunFormat(t, cfs, kind, Native, ops)
+			steps, tab, failAt, err := runWorkloadFormat(t, cfs, kind, Native, ops)
 			if err != nil {
 				t.Fatalf("seed %d/%d: workload failed at step %d: %v", seed, si, failAt, err)
 			}
@@ -374,15 +374,15 @@ func TestNativeCrashInRecovery(t *testing.T) {
 			for _, k := range points {
 				for _, mode := range []crashfs.Mode{crashfs.AllWritten, crashfs.Subset} {
 					img := cfs.Image(k, mode, r)
-					if _, err := Open(ckPath, Options{FS: ckFS{img}}); !errors.Is(err, ErrNeedsRepair) {
+					if _, err := Open(crashTablePath, Options{FS: memFS{img}}); !errors.Is(err, ErrNeedsRepair) {
 						continue // this image needs no recovery
 					}
 					from := img.Ops()
-					tab, err := Open(ckPath, Options{FS: ckFS{img}, Repair: AutoRepair})
+					tab, err := Open(crashTablePath, Options{FS: memFS{img}, Repair: AutoRepair})
 					if err != nil {
 						t.Fatalf("seed %d/%d op %d %s: first recovery: %v", seed, si, k, mode, err)
 					}
-					want, err := ckContents(tab)
+					want, err := sortedContentsErr(tab)
 					must(t, err)
 					must(t, tab.Close())
 					recoveries++
@@ -391,14 +391,14 @@ func TestNativeCrashInRecovery(t *testing.T) {
 							cases++
 							what := fmt.Sprintf("seed %d/%d op %d %s, recovery crashed after its op %d (%s)", seed, si, k, mode, k2-from, m2)
 							img2 := img.Image(k2, m2, r)
-							tab, err := Open(ckPath, Options{FS: ckFS{img2}, Repair: AutoRepair})
+							tab, err := Open(crashTablePath, Options{FS: memFS{img2}, Repair: AutoRepair})
 							if err != nil {
 								t.Fatalf("%s: second recovery: %v", what, err)
 							}
-							got := ckSettled(t, ckFS{img2}, tab, what)
+							got := settledContents(t, memFS{img2}, tab, what)
 							if !slices.Equal(got, want) {
 								t.Fatalf("%s: %d objects, the first recovery gave %d (missing %v, extra %v)",
-									what, len(got), len(want), ckShow(mdl.Missing(want, got)), ckShow(mdl.Missing(got, want)))
+									what, len(got), len(want), showEncodings(mdl.Missing(want, got)), showEncodings(mdl.Missing(got, want)))
 							}
 						}
 					}
@@ -416,15 +416,15 @@ func TestNativeCrashInRecovery(t *testing.T) {
 // Close, "a meta lost after Close").
 func TestNativeCrashTornMeta(t *testing.T) {
 	seed := uint64(testSeed(t))
-	kinds, tries := rpKinds, 9
+	kinds, tries := allKinds, 9
 	if testing.Short() {
-		kinds, tries = rpKinds[:1], 3
+		kinds, tries = allKinds[:1], 3
 	}
 	for _, kind := range kinds {
 		r := rand.New(rand.NewPCG(seed, uint64(kind)|0x20))
 		ops := ncWorkload(r, 40, true, true)
 		cfs := crashfs.New()
-		steps, tab, failAt, err := ckRunFormat(t, cfs, kind, Native, ops)
+		steps, tab, failAt, err := runWorkloadFormat(t, cfs, kind, Native, ops)
 		if err != nil {
 			t.Fatalf("seed %d: workload failed at step %d: %v", seed, failAt, err)
 		}
@@ -441,8 +441,8 @@ func TestNativeCrashTornMeta(t *testing.T) {
 				if rec.Kind != crashfs.OpWrite || (rec.Off != nativeMetaAOff && rec.Off != nativeMetaBOff) || len(rec.Data) != nativePageSize {
 					continue
 				}
-				after := cfs.Image(i+1, crashfs.AllWritten, r).Get(ckPath)
-				old := cfs.Image(i, crashfs.AllWritten, r).Get(ckPath)
+				after := cfs.Image(i+1, crashfs.AllWritten, r).Get(crashTablePath)
+				old := cfs.Image(i, crashfs.AllWritten, r).Get(crashTablePath)
 				for try := range tries {
 					b := bytes.Clone(after)
 					how := "lost"
@@ -461,18 +461,18 @@ func TestNativeCrashTornMeta(t *testing.T) {
 					}
 					counts[s.op.what+" "+how]++
 					img := crashfs.New()
-					img.Put(ckPath, b)
+					img.Put(crashTablePath, b)
 					what := fmt.Sprintf("seed %d %s: meta of %s at op %d %s", seed, kind, s.op.what, i, how)
-					tab, err := Open(ckPath, Options{FS: ckFS{img}, Repair: AutoRepair})
+					tab, err := Open(crashTablePath, Options{FS: memFS{img}, Repair: AutoRepair})
 					if err != nil {
 						t.Fatalf("%s: %v", what, err)
 					}
-					got := ckSettled(t, ckFS{img}, tab, what)
+					got := settledContents(t, memFS{img}, tab, what)
 					// A delete_all_objects is a checkpoint of a new tree: its
 					// meta lost gives the state before it, whole the one after.
 					if want := s.pre.Objects(); !slices.Equal(got, want) && !(s.op.what == "deleteall" && slices.Equal(got, s.post.Objects())) {
 						t.Fatalf("%s: %d objects, the checkpoint's state has %d (missing %v, extra %v)",
-							what, len(got), len(want), ckShow(mdl.Missing(want, got)), ckShow(mdl.Missing(got, want)))
+							what, len(got), len(want), showEncodings(mdl.Missing(want, got)), showEncodings(mdl.Missing(got, want)))
 					}
 				}
 			}

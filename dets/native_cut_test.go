@@ -16,8 +16,8 @@ import (
 // before it, whose blocks the last epochs reused (§10.3).
 func TestNativeCloseCutKeepsFallback(t *testing.T) {
 	cfs := crashfs.New()
-	fsys := ckFS{cfs}
-	tab, err := Open(ckPath, Options{Format: Native, FS: fsys})
+	fsys := memFS{cfs}
+	tab, err := Open(crashTablePath, Options{Format: Native, FS: fsys})
 	must(t, err)
 	val := etf.Binary(make([]byte, 200))
 	// An epoch whose superseded buckets sit at the top of the file: after
@@ -36,7 +36,7 @@ func TestNativeCloseCutKeepsFallback(t *testing.T) {
 	for i := range 10 {
 		must(t, tab.Insert(tup(etf.Int(i), etf.Int(9), val)))
 	}
-	want, err := ckContents(tab)
+	want, err := sortedContentsErr(tab)
 	must(t, err)
 	must(t, tab.Close())
 	if closeEnd := tab.nat.meta.dataEnd; closeEnd >= syncedEnd {
@@ -56,19 +56,19 @@ func TestNativeCloseCutKeepsFallback(t *testing.T) {
 	}
 	// The durable state at the Close's fsync, then only the cut (if any).
 	img := cfs.Image(lastSync+1, crashfs.SyncedOnly, rand.New(rand.NewPCG(1, 2)))
-	b := img.Get(ckPath)
+	b := img.Get(crashTablePath)
 	for _, r := range log[lastSync+1:] {
 		if r.Kind == crashfs.OpTruncate && r.Off < int64(len(b)) {
 			b = b[:r.Off]
 		}
 	}
-	img.Put(ckPath, b)
+	img.Put(crashTablePath, b)
 
-	got, err := Open(ckPath, Options{FS: ckFS{img}, Repair: AutoRepair})
+	got, err := Open(crashTablePath, Options{FS: memFS{img}, Repair: AutoRepair})
 	if err != nil {
 		t.Fatalf("open of the image with the cut and without the Close's meta: %v", err)
 	}
-	objs, err := ckContents(got)
+	objs, err := sortedContentsErr(got)
 	must(t, err)
 	must(t, got.Close())
 	if !slices.Equal(objs, want) {

@@ -333,7 +333,7 @@ func TestNativeDamageEveryBit(t *testing.T) {
 		for bit := 0; bit < int(r.len)*8; bit += step {
 			// In memory: thousands of repairs, whose fsyncs would
 			// dominate; a new one each time, as it keeps every write.
-			mem := newRPMemFS()
+			mem := newMemFS()
 			img := slices.Clone(r.img)
 			img[r.off+uint64(bit/8)] ^= 1 << (bit % 8)
 			mem.put(path, img)

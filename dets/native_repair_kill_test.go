@@ -11,9 +11,9 @@ import (
 	"github.com/godets/godets/internal/testutil"
 )
 
-// sortedContents opens the table at path with NoRepair, checks it and
+// killedContents opens the table at path with NoRepair, checks it and
 // returns its objects' encodings, sorted.
-func sortedContents(t *testing.T, path string) []string {
+func killedContents(t *testing.T, path string) []string {
 	t.Helper()
 	tab := openT(t, path, Options{})
 	mustCheck(t, tab)
@@ -56,7 +56,7 @@ func TestRepairKilledLeavesNoTemp(t *testing.T) {
 				must(t, os.WriteFile(ref, img, 0o644))
 				_, err := Repair(ref, Options{}, nil)
 				must(t, err)
-				want := sortedContents(t, ref)
+				want := killedContents(t, ref)
 
 				victim := tmpFile(t, "v.dets")
 				must(t, os.WriteFile(victim, img, 0o644))
@@ -87,7 +87,7 @@ func TestRepairKilledLeavesNoTemp(t *testing.T) {
 						t.Errorf("the next %s left %s: %v", next, p, err)
 					}
 				}
-				if got := sortedContents(t, victim); !slices.Equal(got, want) {
+				if got := killedContents(t, victim); !slices.Equal(got, want) {
 					t.Fatalf("after the next %s: %d objects, want the %d of a repair of the same image", next, len(got), len(want))
 				}
 			})

@@ -80,7 +80,7 @@ func TestNativeRepairMemory(t *testing.T) {
 		var st RepairStats
 		var err error
 		var last RepairProgress
-		peak := rpPeakHeap(func() {
+		peak := peakHeap(func() {
 			st, err = Repair(path, opts, func(p RepairProgress) {
 				if p.BytesScanned < last.BytesScanned || (p.Phase == last.Phase && p.Objects < last.Objects) {
 					t.Errorf("progress went backwards: %+v after %+v", p, last)
@@ -118,7 +118,7 @@ func TestNativeRepairMemory(t *testing.T) {
 func BenchmarkRepairNative(b *testing.B) {
 	const n = 100_000
 	dir := b.TempDir()
-	otp := rpBuildDirty(b, dir, Set, n)
+	otp := writeDirtyCopy(b, dir, Set, n)
 	nat := filepath.Join(dir, "native.dets")
 	buildNativeT(b, nat, Set, rsNativeObjects(n))
 	var tOTP, tNat time.Duration
@@ -131,12 +131,12 @@ func BenchmarkRepairNative(b *testing.B) {
 		}{{otp, &tOTP}, {nat, &tNat}} {
 			b.StopTimer()
 			work := filepath.Join(dir, "work.dets")
-			rpCopyFile(b, c.src, work)
+			copyFileT(b, c.src, work)
 			b.StartTimer()
 			start := time.Now()
 			var st RepairStats
 			var err error
-			p := rpPeakHeap(func() { st, err = Repair(work, Options{}, nil) })
+			p := peakHeap(func() { st, err = Repair(work, Options{}, nil) })
 			*c.d += time.Since(start)
 			if err != nil || st.Objects != n {
 				b.Fatalf("%s: %+v, %v", c.src, st, err)

@@ -187,7 +187,7 @@ func TestNativeSoak(t *testing.T) {
 	// its heap measured as TestNativeRepairMemory measures it.
 	var repairTook time.Duration
 	var rerr error
-	peak := rpPeakHeap(func() {
+	peak := peakHeap(func() {
 		start := time.Now()
 		_, rerr = Repair(path, Options{}, nil)
 		repairTook = time.Since(start)
@@ -209,7 +209,7 @@ func TestNativeSoak(t *testing.T) {
 
 	n = killSoakWriter(t, path, fmt.Sprintf("%s=%d", childBytesEnv, 0), childPendingEnv+"=100000")
 	var recoverTook time.Duration
-	recoverPeak := rpPeakHeap(func() {
+	recoverPeak := peakHeap(func() {
 		start := time.Now()
 		tab, err = Open(path, Options{Repair: AutoRepair})
 		recoverTook = time.Since(start)

@@ -183,8 +183,8 @@ func TestReadingNeverWrites(t *testing.T) {
 // drops the free lists; Sync makes the file closed again. A second handle
 // of this process is refused (ErrAlreadyOpen), so the file is looked at
 // through copies, as another process would see it.
-// On native the "closed flag" is the log's first record (§11.1 of
-// docs/format-native.md).
+// On native the "closed flag" is the log's first record
+// (docs/format-native.md §11.1).
 func TestDirtyLifecycle(t *testing.T) {
 	forEachFormat(t, testDirtyLifecycle)
 }

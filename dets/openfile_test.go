@@ -71,7 +71,7 @@ func TestOpenFileRepairs(t *testing.T) {
 	}
 	img := readFileT(t, path) // dirty: the table is still open
 	tab.Close()
-	rpWriteFile(t, path, img)
+	writeFileT(t, path, img)
 
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 // the other writes. A workload of inserts, syncs, reopens and deleting
 // queries runs once on a recording crashfs; every crash image it can leave
 // (at each fsync boundary and at random points, in every crashfs mode)
-// must meet the assertions of TestCrashImages (see ckImage): inside a
+// must meet the assertions of TestCrashImages (see checkCrashImage): inside a
 // deleting query each object is in its state before or after the query.
 func TestCrashSelectDelete(t *testing.T) {
 	seed := uint64(testSeed(t))
@@ -22,20 +22,14 @@ func TestCrashSelectDelete(t *testing.T) {
 	if testing.Short() {
 		seeds = 2
 	}
-	for _, kind := range rpKinds {
+	for _, kind := range allKinds {
 		t.Run(kind.String(), func(t *testing.T) {
-			st := make([]ckStats, len(crashfs.Modes))
+			st := make([]crashStats, len(crashfs.Modes))
 			for si := range seeds {
 				r := rand.New(rand.NewPCG(seed, uint64(si)<<8|uint64(kind)))
 				cfs := crashfs.New()
 				steps := queryCrashRun(t, cfs, kind, r)
-				log := cfs.Log()
-				for _, k := range ckPoints(log, r, 10) {
-					for mi, mode := range crashfs.Modes {
-						what := fmt.Sprintf("seed %d/%d crash after op %d of %d (%s)", seed, si, k, len(log), mode)
-						ckImage(t, cfs.Image(k, mode, r), steps, k, mode, &st[mi], what)
-					}
-				}
+				checkAllCrashImages(t, cfs, steps, r, crashfs.Modes, st, fmt.Sprintf("seed %d/%d", seed, si))
 			}
 			for mi, mode := range crashfs.Modes {
 				s := st[mi]
@@ -47,20 +41,20 @@ func TestCrashSelectDelete(t *testing.T) {
 
 // queryCrashRun runs the workload of TestCrashSelectDelete on a table in
 // cfs and returns its steps, with the model's state around each.
-func queryCrashRun(t *testing.T, cfs *crashfs.FS, kind Kind, r *rand.Rand) []ckStep {
+func queryCrashRun(t *testing.T, cfs *crashfs.FS, kind Kind, r *rand.Rand) []workloadStep {
 	tr := mdl.NewTracker(mdl.Kind(kind), 1)
-	fsys := ckFS{cfs}
-	var steps []ckStep
+	fsys := memFS{cfs}
+	var steps []workloadStep
 	step := func(what string, start int, pre, saved *mdl.Model, save bool) {
 		ever := make(map[string]bool, len(tr.Ever))
 		for e := range tr.Ever {
 			ever[e] = true
 		}
-		steps = append(steps, ckStep{op: ckOp{what: what}, start: start, end: cfs.Ops(), pre: pre, post: tr.Cur.Clone(), savedBefore: saved, isSave: save, ever: ever})
+		steps = append(steps, workloadStep{op: workloadOp{what: what}, start: start, end: cfs.Ops(), pre: pre, post: tr.Cur.Clone(), savedBefore: saved, isSave: save, ever: ever})
 	}
-	opts := Options{Kind: kind, FS: fsys, Durability: ckDurability}
+	opts := Options{Kind: kind, FS: fsys, Durability: workloadDurability}
 	start := cfs.Ops()
-	tab, err := Open(ckPath, opts)
+	tab, err := Open(crashTablePath, opts)
 	must(t, err)
 	step("create", start, tr.Cur.Clone(), tr.Synced, false)
 	for range 5 + r.IntN(6) {
@@ -70,7 +64,7 @@ func queryCrashRun(t *testing.T, cfs *crashfs.FS, kind Kind, r *rand.Rand) []ckS
 		case x < 4:
 			var objs []etf.Term
 			for range 5 + r.IntN(40) {
-				objs = append(objs, rpFixtureObj(nil, r.IntN(30), r.IntN(4), r.IntN(300)))
+				objs = append(objs, selfCheckingObj(nil, r.IntN(30), r.IntN(4), r.IntN(300)))
 			}
 			tr.Inserted(objs...)
 			tr.Cur.Insert(objs...)
@@ -115,7 +109,7 @@ func queryCrashRun(t *testing.T, cfs *crashfs.FS, kind Kind, r *rand.Rand) []ckS
 			what, save = "reopen", true
 			if err = tab.Close(); err == nil {
 				tr.Acked()
-				tab, err = Open(ckPath, opts)
+				tab, err = Open(crashTablePath, opts)
 			}
 		}
 		must(t, err)

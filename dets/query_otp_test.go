@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/godets/godets/etf"
@@ -126,89 +125,78 @@ type otpQueryTable struct {
 	queries []*otpQuery
 }
 
-// otpBatch is a part of one table's queries, run together in one erl.
-type otpBatch struct {
-	tb      *otpQueryTable
-	queries []*otpQuery
-}
-
 // otpAnswerQueries sets otpAnswer on every query and returns how many erl
 // could not answer. All tables go to one erl first. OTP 25's VM can die
 // of a segmentation fault in these runs (a match spec corrupts its heap:
 // seed 1796219463338051561 crashed it in CI, while no query of that run
-// crashed it alone, so the culprit is not known); then the batch is split
-// in halves, which are run again on fresh copies of the select_delete
+// crashed it alone, so the culprit is not known); otptest.EvalSplit then
+// runs the queries again in halves, on fresh copies of the select_delete
 // files, down to single queries. A query that crashes erl alone is logged
 // and left unanswered.
 func otpAnswerQueries(t *testing.T, r *otptest.Runner, tables []*otpQueryTable) int {
-	var batches []otpBatch
+	var flat []*otpQuery
+	var tableOf []*otpQueryTable
 	for _, tb := range tables {
-		batches = append(batches, otpBatch{tb, tb.queries})
+		for _, q := range tb.queries {
+			flat, tableOf = append(flat, q), append(tableOf, tb)
+		}
 	}
-	return runOTPBatches(t, r, batches)
+	answers, answered, crashed := otptest.EvalSplit(t, len(flat), func(lo, hi int) ([]etf.Term, error) {
+		return evalQueries(t, r, flat[lo:hi], tableOf[lo:hi])
+	})
+	for i, q := range flat {
+		q.otpAnswer, q.otpCrashed = answers[i], !answered[i]
+		if q.otpCrashed {
+			t.Logf("erl died on %s(%s) alone; not compared", q.op, etf.Format(q.arg))
+		}
+	}
+	return crashed
 }
 
-// erlDeath is the first line of erl's failure: the signal that ended it.
-func erlDeath(err error) string {
-	line, _, _ := strings.Cut(err.Error(), "\n")
-	return line
-}
-
-func runOTPBatches(t *testing.T, r *otptest.Runner, batches []otpBatch) int {
+// evalQueries runs qs in one erl, each on its table tableOf[i] (the
+// queries of a table are contiguous), and returns erl's answers in order.
+func evalQueries(t *testing.T, r *otptest.Runner, qs []*otpQuery, tableOf []*otpQueryTable) ([]etf.Term, error) {
 	var in [][]byte
-	for _, b := range batches {
-		raw := readFileT(t, b.tb.path)
-		var qs etf.List
-		for _, q := range b.queries {
+	var counts []int
+	for i := 0; i < len(qs); {
+		tb, j := tableOf[i], i
+		for j < len(qs) && tableOf[j] == tb {
+			j++
+		}
+		raw := readFileT(t, tb.path)
+		var args etf.List
+		for _, q := range qs[i:j] {
 			if q.op == "select_delete" {
 				must(t, os.WriteFile(q.copy, raw, 0o644)) // fresh, in case a crashed run changed it
-				qs = append(qs, etf.Tuple{etf.Atom(q.op), q.arg, etf.Str(q.copy), etf.Str(q.own)})
+				args = append(args, etf.Tuple{etf.Atom(q.op), q.arg, etf.Str(q.copy), etf.Str(q.own)})
 			} else {
-				qs = append(qs, etf.Tuple{etf.Atom(q.op), q.arg})
+				args = append(args, etf.Tuple{etf.Atom(q.op), q.arg})
 			}
 		}
-		opts := etf.List{etf.Tuple{etf.Atom("type"), kindAtom(b.tb.kind)}, etf.Tuple{etf.Atom("keypos"), etf.Int(b.tb.keyPos)}}
-		enc, err := etf.Encode(etf.Tuple{etf.Str(b.tb.path), opts, qs})
+		opts := etf.List{etf.Tuple{etf.Atom("type"), kindAtom(tb.kind)}, etf.Tuple{etf.Atom("keypos"), etf.Int(tb.keyPos)}}
+		enc, err := etf.Encode(etf.Tuple{etf.Str(tb.path), opts, args})
 		must(t, err)
-		in = append(in, enc)
+		in, counts = append(in, enc), append(counts, j-i)
+		i = j
 	}
 	out, err := r.EvalErr(erlQueries, in...)
 	if err != nil {
-		if !strings.Contains(err.Error(), "signal") {
-			t.Fatal(err)
-		}
-		switch {
-		case len(batches) > 1:
-			t.Logf("erl died (%v) on %d tables; running them apart", erlDeath(err), len(batches))
-			h := len(batches) / 2
-			return runOTPBatches(t, r, batches[:h]) + runOTPBatches(t, r, batches[h:])
-		case len(batches[0].queries) > 1:
-			b := batches[0]
-			h := len(b.queries) / 2
-			return runOTPBatches(t, r, []otpBatch{{b.tb, b.queries[:h]}}) +
-				runOTPBatches(t, r, []otpBatch{{b.tb, b.queries[h:]}})
-		default:
-			q := batches[0].queries[0]
-			q.otpCrashed = true
-			t.Logf("erl died (%v) on %s(%s) alone; not compared", erlDeath(err), q.op, etf.Format(q.arg))
-			return 1
-		}
+		return nil, err
 	}
-	if len(out) != len(batches) {
-		t.Fatalf("erl answered for %d tables of %d", len(out), len(batches))
+	if len(out) != len(in) {
+		t.Fatalf("erl answered for %d tables of %d", len(out), len(in))
 	}
-	for i, b := range batches {
-		v, err := etf.Decode(out[i])
+	var answers []etf.Term
+	for i, b := range out {
+		v, err := etf.Decode(b)
 		must(t, err)
-		answers, ok := v.(etf.List)
-		if !ok || len(answers) != len(b.queries) {
-			t.Fatalf("erl answered %d queries of %d", len(answers), len(b.queries))
+		l, ok := v.(etf.List)
+		if !ok || len(l) != counts[i] {
+			t.Fatalf("erl answered %d queries of %d", len(l), counts[i])
 		}
-		for j, q := range b.queries {
-			q.otpAnswer = answers[j]
-		}
+		answers = append(answers, l...)
 	}
-	return 0
+	return answers, nil
 }
 
 // TestQueryOTPDifferential: random tables of every kind written by Go, and

@@ -30,7 +30,7 @@ func BenchmarkRepairFile(b *testing.B) {
 	runs := 0
 	for b.Loop() {
 		b.StopTimer()
-		rpCopyFile(b, src, work)
+		copyFileT(b, src, work)
 		// The copy's writeback would otherwise compete with the repair.
 		if f, err := os.OpenFile(work, os.O_RDWR, 0); err == nil {
 			f.Sync()

@@ -23,15 +23,15 @@ func rfDirtyImage(t *testing.T, n int) ([]byte, []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newRPModel(Set)
+	m := newModel(Set)
 	for i := range n {
-		m.put(t, tab, rpObj(i, i, 100))
+		insertBoth(t, tab, m, paddedObj(i, i, 100))
 	}
 	img := readFileT(t, path)
 	if err := tab.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return img, m.sorted()
+	return img, m.Objects()
 }
 
 // rfFill writes zeros to a file in dir until the file system is full.
@@ -91,7 +91,7 @@ func TestRepairSparseFileOnFullDisk(t *testing.T) {
 	dir := smallTmpfs(t, "4m")
 	img, want := rfDirtyImage(t, 2000)
 	path := filepath.Join(dir, "sparse.dets")
-	rpWriteFile(t, path, img)
+	writeFileT(t, path, img)
 	if err := os.Truncate(path, int64(len(img))+1<<20); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestRepairSparseFileOnFullDisk(t *testing.T) {
 		if fileHash(t, path) != orig {
 			t.Fatalf("%s changed the file", what)
 		}
-		rpNoTemps(t, dir)
+		noTempsIn(t, dir)
 	}
 
 	_, err := Repair(path, Options{}, nil)
@@ -149,10 +149,10 @@ func TestRepairSparseFileOnFullDisk(t *testing.T) {
 	if _, err := Repair(path, Options{}, nil); err != nil {
 		t.Fatalf("repair after freeing space: %v", err)
 	}
-	if got := rpReopenClean(t, path); !slices.Equal(got, want) {
+	if got := reopenClean(t, path); !slices.Equal(got, want) {
 		t.Fatalf("repaired %d objects, want %d", len(got), len(want))
 	}
-	rpNoTemps(t, dir)
+	noTempsIn(t, dir)
 }
 
 // TestRepairSourceTruncatedMidway truncates the old file between the scan
@@ -177,7 +177,7 @@ func TestRepairSourceTruncatedMidway(t *testing.T) {
 			}))
 			dir := t.TempDir()
 			path := filepath.Join(dir, "t.dets")
-			rpWriteFile(t, path, img)
+			writeFileT(t, path, img)
 			cut := false
 			progress := func(p RepairProgress) {
 				if p.Phase == "scan" && p.BytesScanned == p.BytesTotal && !cut {
@@ -202,7 +202,7 @@ func TestRepairSourceTruncatedMidway(t *testing.T) {
 			if got := readFileT(t, path); !bytes.Equal(got, img[:4096]) {
 				t.Fatalf("the file has %d bytes after the failed repair, not the 4096 the cut left", len(got))
 			}
-			rpNoTemps(t, dir)
+			noTempsIn(t, dir)
 		})
 	}
 }

@@ -77,7 +77,7 @@ end) || F <- In]
 // {repair,false} and find exactly godets's objects.
 func TestRepairAgainstOTPKill(t *testing.T) {
 	r0 := otptest.Erl(t)
-	seed := rpSeed(t)
+	seed := seedU64(t)
 	points := 30
 	if testing.Short() {
 		// Not fewer: a kill right after a sync leaves a clean file, and
@@ -87,7 +87,7 @@ func TestRepairAgainstOTPKill(t *testing.T) {
 	if s := os.Getenv("GODETS_OTP_KILLS"); s != "" {
 		points, _ = strconv.Atoi(s)
 	}
-	for ki, kind := range rpKinds {
+	for ki, kind := range allKinds {
 		t.Run(kind.String(), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, uint64(ki)))
 			// A kill soon after a sync leaves a clean file, so kill
@@ -116,8 +116,8 @@ func TestRepairAgainstOTPKill(t *testing.T) {
 					continue
 				}
 				a, b := filepath.Join(p.dir, "otp.dets"), filepath.Join(p.dir, "go.dets")
-				rpWriteFile(t, a, img)
-				rpWriteFile(t, b, img)
+				writeFileT(t, a, img)
+				writeFileT(t, b, img)
 				tab, err := Open(b, Options{Repair: AutoRepair})
 				if errors.Is(err, ErrNotDETS) || errors.Is(err, ErrUnsupportedVersion) {
 					// Killed before the header was complete: godets must
@@ -135,7 +135,7 @@ func TestRepairAgainstOTPKill(t *testing.T) {
 					t.Fatalf("kill point %d: Check after repair: %v", i, err)
 				}
 				tab.Close()
-				rpNoTemps(t, p.dir)
+				noTempsIn(t, p.dir)
 				in = append(in, []byte(a), []byte(b))
 				used = append(used, p)
 			}
@@ -154,19 +154,19 @@ func TestRepairAgainstOTPKill(t *testing.T) {
 			if len(used) < points*2/3 {
 				t.Fatalf("only %d of %d kill points produced a file", len(used), points)
 			}
-			out := r0.Eval(t, otpReadBack, append([][]byte{[]byte(rpKindAtom(kind))}, in...)...)
+			out := r0.Eval(t, otpReadBack, append([][]byte{[]byte(kindName(kind))}, in...)...)
 			strictlyMore := 0
 			for i, p := range used {
-				otpObjs := rpOTPObjects(t, out[2*i])
-				otpOnGo := rpOTPObjects(t, out[2*i+1])
-				goObjs := rpReopenClean(t, filepath.Join(p.dir, "go.dets"))
+				otpObjs := decodeOTPObjects(t, out[2*i])
+				otpOnGo := decodeOTPObjects(t, out[2*i+1])
+				goObjs := reopenClean(t, filepath.Join(p.dir, "go.dets"))
 				if !slices.Equal(otpOnGo, goObjs) {
 					t.Fatalf("kill point %d (seed %d): OTP reads %d objects from the godets-repaired file, godets %d", i, p.seed, len(otpOnGo), len(goObjs))
 				}
 				if slices.Equal(otpObjs, goObjs) {
 					continue
 				}
-				extra, missing := rpMultisetDiff(goObjs, otpObjs)
+				extra, missing := multisetDiff(goObjs, otpObjs)
 				if len(missing) > 0 {
 					t.Fatalf("kill point %d (seed %d, %v): godets lacks %d objects that OTP's repair kept (godets %d, OTP %d)",
 						i, p.seed, p.delay, len(missing), len(goObjs), len(otpObjs))
@@ -204,7 +204,7 @@ func otpKill(r0 *otptest.Runner, kind Kind, ps []otpKillPoint) error {
 			defer wg.Done()
 			defer func() { <-sem }()
 			file := filepath.Join(p.dir, "t.dets")
-			cmd, err := r0.Start(p.dir, otpWriter, []byte(file), []byte(strconv.Itoa(p.seed)), []byte(rpKindAtom(kind)))
+			cmd, err := r0.Start(p.dir, otpWriter, []byte(file), []byte(strconv.Itoa(p.seed)), []byte(kindName(kind)))
 			if err != nil {
 				errs[i] = err
 				return
@@ -245,11 +245,11 @@ func otpDirtyFiles(ps []otpKillPoint) int {
 	return n
 }
 
-func rpKindAtom(k Kind) string { return k.String() }
+func kindName(k Kind) string { return k.String() }
 
-// rpOTPObjects decodes one otpReadBack result into sorted canonical
+// decodeOTPObjects decodes one otpReadBack result into sorted canonical
 // encodings.
-func rpOTPObjects(t *testing.T, b []byte) []string {
+func decodeOTPObjects(t *testing.T, b []byte) []string {
 	t.Helper()
 	term, err := etf.Decode(b)
 	if err != nil {
@@ -262,14 +262,14 @@ func rpOTPObjects(t *testing.T, b []byte) []string {
 	l, _ := tu[1].(etf.List)
 	out := make([]string, 0, len(l))
 	for _, o := range l {
-		out = append(out, rpEnc(t, o))
+		out = append(out, encString(t, o))
 	}
 	slices.Sort(out)
 	return out
 }
 
-// rpMultisetDiff returns a - b and b - a for sorted multisets.
-func rpMultisetDiff(a, b []string) (aOnly, bOnly []string) {
+// multisetDiff returns a - b and b - a for sorted multisets.
+func multisetDiff(a, b []string) (aOnly, bOnly []string) {
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
 		switch {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/godets/godets/etf"
+	mdl "github.com/godets/godets/internal/model"
 	"github.com/godets/godets/internal/otptest"
 )
 
@@ -36,7 +37,7 @@ func rsObjects(r *rand.Rand, kind Kind, n int) etf.List {
 	}
 	out := make(etf.List, 0, n)
 	for range n {
-		out = append(out, rpObj(r.IntN(keys), r.IntN(3), rsPad(r)))
+		out = append(out, paddedObj(r.IntN(keys), r.IntN(3), rsPad(r)))
 	}
 	return out
 }
@@ -104,7 +105,7 @@ func TestRepairSizeAgainstOTP(t *testing.T) {
 	}
 	var cases []tcase
 	var spec etf.List
-	for _, kind := range rpKinds {
+	for _, kind := range allKinds {
 		for _, n := range sizes {
 			dir := t.TempDir()
 			c := tcase{kind: kind, n: n, src: filepath.Join(dir, "src.dets"), otp: filepath.Join(dir, "otp.dets"),
@@ -135,8 +136,8 @@ end,
 	sameSlots := 0
 	for i, c := range cases {
 		src := readFileT(t, c.src)
-		rpWriteFile(t, c.gof, src)
-		rpWriteFile(t, c.gorp, src)
+		writeFileT(t, c.gof, src)
+		writeFileT(t, c.gorp, src)
 		tab := openT(t, c.gof, Options{Repair: ForceRepair})
 		mustCheck(t, tab)
 		if err := tab.Close(); err != nil {
@@ -204,14 +205,14 @@ end,
 		want, _ := res[1].(etf.List)
 		ws := make([]string, 0, len(want))
 		for _, o := range want {
-			ws = append(ws, rpEnc(t, o))
+			ws = append(ws, encString(t, o))
 		}
 		slices.Sort(ws)
 		if len(ws) == 0 {
 			t.Fatalf("%s/%d: OTP's compacted file is empty", c.kind, c.n)
 		}
 		for _, p := range []string{c.gof, c.gorp} {
-			if got := rpReopenClean(t, p); !slices.Equal(got, ws) {
+			if got := reopenClean(t, p); !slices.Equal(got, ws) {
 				t.Errorf("%s/%d: godets reads %d objects from %s, OTP's file holds %d", c.kind, c.n, len(got), filepath.Base(p), len(ws))
 			}
 		}
@@ -224,22 +225,22 @@ end,
 // slot count.
 func TestRepairForceNoGrowth(t *testing.T) {
 	seed := uint64(testSeed(t))
-	for ki, kind := range rpKinds {
+	for ki, kind := range allKinds {
 		for _, n := range []int{500, 4000, 20000} {
 			t.Run(fmt.Sprintf("%s/%d", kind, n), func(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, uint64(ki*100000+n)))
 				path := tmpFile(t, "t.dets")
 				tab := openT(t, path, Options{Kind: kind})
-				m := newRPModel(kind)
+				m := newModel(kind)
 				keys := max(n/3, 1)
 				for range n {
 					k := r.IntN(keys)
 					if r.IntN(100) < 20 {
-						m.del(t, tab, etf.Int(k))
+						deleteBoth(t, tab, m, etf.Int(k))
 						continue
 					}
-					o := rpObj(k, r.IntN(3), rsPad(r))
-					m.put(t, tab, o)
+					o := paddedObj(k, r.IntN(3), rsPad(r))
+					insertBoth(t, tab, m, o)
 				}
 				if err := tab.Close(); err != nil {
 					t.Fatal(err)
@@ -248,11 +249,11 @@ func TestRepairForceNoGrowth(t *testing.T) {
 				nextBefore := rsNext(t, path)
 				tab = openT(t, path, Options{Repair: ForceRepair})
 				mustCheck(t, tab)
-				got := rpContents(t, tab)
+				got := sortedContents(t, tab)
 				if err := tab.Close(); err != nil {
 					t.Fatal(err)
 				}
-				if want := m.sorted(); !slices.Equal(got, want) {
+				if want := m.Objects(); !slices.Equal(got, want) {
 					t.Fatalf("ForceRepair changed the contents: %d objects, want %d", len(got), len(want))
 				}
 				after, nextAfter := rsSize(t, path), rsNext(t, path)
@@ -278,11 +279,11 @@ func TestRepairForceNoGrowth(t *testing.T) {
 // packed, and keeps every object.
 func TestRepairPlannedLargeBuckets(t *testing.T) {
 	r := rand.New(rand.NewPCG(uint64(testSeed(t)), 11))
-	for _, kind := range rpKinds {
+	for _, kind := range allKinds {
 		t.Run(kind.String(), func(t *testing.T) {
 			path := tmpFile(t, "t.dets")
 			tab := openT(t, path, Options{Kind: kind})
-			m := newRPModel(kind)
+			m := newModel(kind)
 			for i := range 400 {
 				pad := rsPad(r)
 				switch {
@@ -291,8 +292,8 @@ func TestRepairPlannedLargeBuckets(t *testing.T) {
 				case i%10 == 3:
 					pad = 5000 + r.IntN(60000)
 				}
-				o := rpObj(r.IntN(200), r.IntN(2), pad)
-				m.put(t, tab, o)
+				o := paddedObj(r.IntN(200), r.IntN(2), pad)
+				insertBoth(t, tab, m, o)
 			}
 			if err := tab.Close(); err != nil {
 				t.Fatal(err)
@@ -303,8 +304,8 @@ func TestRepairPlannedLargeBuckets(t *testing.T) {
 			}
 			after := rsSize(t, path)
 			t.Logf("%d bytes -> %d bytes", before, after)
-			if got := rpReopenClean(t, path); !slices.Equal(got, m.sorted()) {
-				t.Fatalf("Repair changed the contents: %d objects, want %d", len(got), len(m.sorted()))
+			if got := reopenClean(t, path); !slices.Equal(got, m.Objects()) {
+				t.Fatalf("Repair changed the contents: %d objects, want %d", len(got), len(m.Objects()))
 			}
 			rsCheckPacked(t, path)
 			// counters[i] counts the buckets in 2^(i+4)-byte blocks.
@@ -326,20 +327,20 @@ func TestRepairPlannedOTPWrites(t *testing.T) {
 	type tcase struct {
 		kind Kind
 		path string
-		m    *rpModel
+		m    *mdl.Model
 	}
 	var cases []tcase
 	var spec etf.List
 	for _, kind := range []Kind{Set, Bag, DuplicateBag} {
 		path := filepath.Join(t.TempDir(), "planned.dets")
-		m := newRPModel(kind)
+		m := newModel(kind)
 		tab := mustOpen(t, path, Options{Kind: kind})
 		for i := range 1500 {
-			o := rpObj(rng.IntN(700), rng.IntN(3), rsPad(rng))
-			m.put(t, tab, o)
+			o := paddedObj(rng.IntN(700), rng.IntN(3), rsPad(rng))
+			insertBoth(t, tab, m, o)
 			if i%7 == 0 {
 				k := etf.Int(rng.IntN(700))
-				m.del(t, tab, k)
+				deleteBoth(t, tab, m, k)
 			}
 		}
 		if err := tab.Close(); err != nil {
@@ -357,12 +358,12 @@ func TestRepairPlannedOTPWrites(t *testing.T) {
 			if rng.IntN(4) == 0 {
 				k := etf.Int(rng.IntN(1000))
 				ops = append(ops, etf.Tuple{etf.Atom("d"), k})
-				m.delete(t, k)
+				m.Delete(k)
 				continue
 			}
-			o := rpObj(rng.IntN(1000), rng.IntN(3), rsPad(rng))
+			o := paddedObj(rng.IntN(1000), rng.IntN(3), rsPad(rng))
 			ops = append(ops, etf.Tuple{etf.Atom("i"), o})
-			m.insert(t, o)
+			m.Insert(o)
 		}
 		spec = append(spec, etf.Tuple{etf.Atom(kind.String()), etf.Binary(path), ops})
 		cases = append(cases, tcase{kind, path, m})
@@ -381,7 +382,7 @@ Run = fun({Kind, F, Ops}) ->
 end,
 [Run(S) || S <- binary_to_term(SpecB)]`, enc)
 	for _, c := range cases {
-		if got, want := rpReopenClean(t, c.path), c.m.sorted(); !slices.Equal(got, want) {
+		if got, want := reopenClean(t, c.path), c.m.Objects(); !slices.Equal(got, want) {
 			t.Errorf("%s: godets reads %d objects after OTP's writes, the model has %d", c.kind, len(got), len(want))
 		}
 	}

@@ -51,7 +51,7 @@ func rtMakeFixture(t testing.TB, r *rand.Rand, kind Kind, n int) rtFixture {
 			k = etf.Int(r.IntN(256)) // SMALL_INTEGER_EXT: a one-byte value
 		}
 		o := etf.Tuple{k, etf.Int(r.IntN(10000)), k}
-		e := rpEnc(t, o)
+		e := encString(t, o)
 		if fx.written[e] || kind == Set && func() bool { // one object per key
 			objs, err := tab.Lookup(k)
 			return err != nil || len(objs) > 0
@@ -80,7 +80,7 @@ func rtMakeFixture(t testing.TB, r *rand.Rand, kind Kind, n int) rtFixture {
 		at := bytes.Index(fx.img, e)
 		starts[at] = true
 		k, _ := etf.Decode(e)
-		kb := rpEnc(t, k.(etf.Tuple)[0])
+		kb := encString(t, k.(etf.Tuple)[0])
 		spans = append(spans, rtTarget{at, at + len(e), at + len(e) - (len(kb) - 1)})
 	}
 	for _, s := range spans {
@@ -127,13 +127,13 @@ func rtDamage(r *rand.Rand, fx rtFixture, tg rtTarget) (img []byte, from, to int
 // result, those of them that were never written, and the repair's stats.
 func rtRepairMem(t *testing.T, fx rtFixture, img []byte) (got, foreign []string, st RepairStats) {
 	t.Helper()
-	mfs := newRPMemFS()
+	mfs := newMemFS()
 	mfs.put("t.dets", img)
 	st, err := Repair("t.dets", Options{FS: mfs}, nil)
 	if err != nil {
 		t.Fatalf("repair: %v", err)
 	}
-	got = rpMemReopenClean(t, mfs, "t.dets", "tail damage")
+	got = reopenCleanInMemFS(t, mfs, "t.dets", "tail damage")
 	for _, e := range got {
 		if !fx.written[e] {
 			foreign = append(foreign, e)
@@ -158,8 +158,8 @@ func rtShow(t testing.TB, encs []string) string {
 // from a byte of an object's last element onwards, and repairs: every
 // object the repair keeps must be one that was written.
 func TestRepairTailDamageSweep(t *testing.T) {
-	seed := rpSeed(t)
-	for ki, kind := range rpKinds {
+	seed := seedU64(t)
+	for ki, kind := range allKinds {
 		t.Run(kind.String(), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 16+uint64(ki)))
 			fx := rtMakeFixture(t, r, kind, 3000)
@@ -202,7 +202,7 @@ func TestRepairTailDamageSweep(t *testing.T) {
 // written; the counts of objects kept are logged.
 func TestRepairTailDamageAgainstOTP(t *testing.T) {
 	erl := otptest.Erl(t)
-	r := rand.New(rand.NewPCG(rpSeed(t), 17))
+	r := rand.New(rand.NewPCG(seedU64(t), 17))
 	fx := rtMakeFixture(t, r, Set, 2000)
 	dir := t.TempDir()
 	var files [][]byte
@@ -214,7 +214,7 @@ func TestRepairTailDamageAgainstOTP(t *testing.T) {
 			continue // only cases where the damaged object still decodes
 		}
 		path := filepath.Join(dir, fmt.Sprintf("otp-%d.dets", len(imgs)))
-		rpWriteFile(t, path, img)
+		writeFileT(t, path, img)
 		files = append(files, []byte(path))
 		imgs = append(imgs, img)
 	}
@@ -238,7 +238,7 @@ end of {ok, L} -> {ok, L}; _ -> otp_repair_crashed end) || F <- In]`, files...)
 			t.Logf("case %d: OTP's repair crashed on the image", i)
 			continue
 		}
-		otpObjs := rpOTPObjects(t, out[i])
+		otpObjs := decodeOTPObjects(t, out[i])
 		var otpForeign []string
 		for _, e := range otpObjs {
 			if !fx.written[e] {
@@ -246,7 +246,7 @@ end of {ok, L} -> {ok, L}; _ -> otp_repair_crashed end) || F <- In]`, files...)
 			}
 		}
 		got, foreign, _ := rtRepairMem(t, fx, img)
-		_, otpOnly := rpMultisetDiff(got, otpObjs)
+		_, otpOnly := multisetDiff(got, otpObjs)
 		t.Logf("case %d: OTP keeps %d objects, godets %d (of %d); %d kept by OTP only %s",
 			i, len(otpObjs), len(got), len(fx.written), len(otpOnly), rtShow(t, otpOnly))
 		if len(otpForeign) > 0 {

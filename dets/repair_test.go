@@ -22,30 +22,20 @@ import (
 
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/internal/crashfs"
+	mdl "github.com/godets/godets/internal/model"
 	"github.com/godets/godets/internal/otptest"
 )
 
-// rpSeed is testSeed as the repair tests' generators take it.
-func rpSeed(t testing.TB) uint64 { return uint64(testSeed(t)) }
+// seedU64 is testSeed as the repair tests' generators take it.
+func seedU64(t testing.TB) uint64 { return uint64(testSeed(t)) }
 
-var rpKinds = []Kind{Set, Bag, DuplicateBag}
-
-// obj builds the test object {K, V, Pad} with a payload whose size varies so
+// paddedObj builds the test object {K, V, Pad} with a payload whose size varies so
 // that buckets land in several size classes.
-func rpObj(k, v int, pad int) etf.Term {
+func paddedObj(k, v int, pad int) etf.Term {
 	return etf.Tuple{etf.Int(k), etf.Int(v), etf.Binary(bytes.Repeat([]byte{byte(k)}, pad))}
 }
 
-// model is a multiset of encoded objects with the kind's insert rules.
-type rpModel struct {
-	kind  Kind
-	objs  map[string][]string // key encoding -> object encodings in order
-	clean bool                // rpDirtyImage: the last op was a Sync, so the file is closed properly
-}
-
-func newRPModel(kind Kind) *rpModel { return &rpModel{kind: kind, objs: map[string][]string{}} }
-
-func rpEnc(t testing.TB, x etf.Term) string {
+func encString(t testing.TB, x etf.Term) string {
 	b, err := etf.Encode(x)
 	if err != nil {
 		t.Fatal(err)
@@ -53,66 +43,41 @@ func rpEnc(t testing.TB, x etf.Term) string {
 	return string(b)
 }
 
-func (m *rpModel) insert(t testing.TB, o etf.Term) {
-	k := rpEnc(t, o.(etf.Tuple)[0])
-	e := rpEnc(t, o)
-	switch m.kind {
-	case Set:
-		m.objs[k] = []string{e}
-	case Bag:
-		l := slices.DeleteFunc(m.objs[k], func(s string) bool { return s == e })
-		m.objs[k] = append(l, e)
-	default:
-		m.objs[k] = append(m.objs[k], e)
-	}
-}
-
-func (m *rpModel) delete(t testing.TB, key etf.Term) { delete(m.objs, rpEnc(t, key)) }
-
-// put inserts o into tab and into the model.
-func (m *rpModel) put(t testing.TB, tab *Table, o etf.Term) {
+// insertBoth inserts o into tab and into the model m.
+func insertBoth(t testing.TB, tab *Table, m *mdl.Model, o etf.Term) {
 	t.Helper()
 	if err := tab.Insert(o); err != nil {
 		t.Fatal(err)
 	}
-	m.insert(t, o)
+	m.Insert(o)
 }
 
-// del deletes key from tab and from the model.
-func (m *rpModel) del(t testing.TB, tab *Table, key etf.Term) {
+// deleteBoth deletes key from tab and from the model m.
+func deleteBoth(t testing.TB, tab *Table, m *mdl.Model, key etf.Term) {
 	t.Helper()
 	if err := tab.Delete(key); err != nil {
 		t.Fatal(err)
 	}
-	m.delete(t, key)
+	m.Delete(key)
 }
 
-func (m *rpModel) sorted() []string {
-	var out []string
-	for _, l := range m.objs {
-		out = append(out, l...)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// contents returns the sorted encodings of every object in t.
-func rpContents(t testing.TB, tab *Table) []string {
+// sortedContents returns the sorted encodings of every object in tab.
+func sortedContents(t testing.TB, tab *Table) []string {
 	t.Helper()
 	var out []string
 	for o, err := range tab.All() {
 		if err != nil {
 			t.Fatalf("All: %v", err)
 		}
-		out = append(out, rpEnc(t, o))
+		out = append(out, encString(t, o))
 	}
 	slices.Sort(out)
 	return out
 }
 
-// rpReopenClean opens path with NoRepair, runs Check and returns the
+// reopenClean opens path with NoRepair, runs Check and returns the
 // contents.
-func rpReopenClean(t testing.TB, path string) []string {
+func reopenClean(t testing.TB, path string) []string {
 	t.Helper()
 	tab, err := Open(path, Options{})
 	if err != nil {
@@ -122,16 +87,16 @@ func rpReopenClean(t testing.TB, path string) []string {
 	if err := tab.Check(); err != nil {
 		t.Fatalf("Check after repair: %v", err)
 	}
-	return rpContents(t, tab)
+	return sortedContents(t, tab)
 }
 
-// rpDirtyImage runs ops on a table of kind in dir and returns the bytes of the
+// killedImage runs ops on a table of kind in dir and returns the bytes of the
 // file as a kill -9 would leave them after the last op (the table is not
 // closed when the bytes are taken), plus the model of the state. The file is
-// dirty unless the last op was a Sync (m.clean): every insert and delete
+// dirty unless the last op was a Sync (clean): every insert and delete
 // marks it dirty, even one that changes nothing, and a new file starts
 // dirty.
-func rpDirtyImage(t testing.TB, dir string, kind Kind, r *rand.Rand, nOps int) ([]byte, *rpModel) {
+func killedImage(t testing.TB, dir string, kind Kind, r *rand.Rand, nOps int) (img []byte, m *mdl.Model, clean bool) {
 	t.Helper()
 	path := filepath.Join(dir, fmt.Sprintf("src-%d.dets", r.Uint64()))
 	tab, err := Open(path, Options{Kind: kind})
@@ -140,42 +105,42 @@ func rpDirtyImage(t testing.TB, dir string, kind Kind, r *rand.Rand, nOps int) (
 	}
 	defer os.Remove(path)
 	defer tab.Close()
-	m := newRPModel(kind)
+	m = newModel(kind)
 	keys := max(nOps/4, 4)
 	for i := range nOps {
 		k := r.IntN(keys)
 		x := r.IntN(100)
-		m.clean = x >= 85 && x < 88
+		clean = x >= 85 && x < 88
 		switch {
 		case x < 70:
-			o := rpObj(k, r.IntN(3), r.IntN(3)*r.IntN(300))
-			m.put(t, tab, o)
+			o := paddedObj(k, r.IntN(3), r.IntN(3)*r.IntN(300))
+			insertBoth(t, tab, m, o)
 		case x < 85:
-			m.del(t, tab, etf.Int(k))
+			deleteBoth(t, tab, m, etf.Int(k))
 		case x < 88:
 			if err := tab.Sync(); err != nil {
 				t.Fatal(err)
 			}
 		default:
-			o := rpObj(k, i, 10)
-			m.put(t, tab, o)
+			o := paddedObj(k, i, 10)
+			insertBoth(t, tab, m, o)
 		}
 	}
-	b, err := os.ReadFile(path)
+	img, err = os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b, m
+	return img, m, clean
 }
 
-func rpWriteFile(t testing.TB, path string, b []byte) {
+func writeFileT(t testing.TB, path string, b []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func rpNoTemps(t testing.TB, dir string) {
+func noTempsIn(t testing.TB, dir string) {
 	t.Helper()
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
@@ -191,53 +156,53 @@ func rpNoTemps(t testing.TB, dir string) {
 // Sync the file is legitimately closed: NoRepair must then open it as is,
 // with exactly the model's objects, without changing a byte.
 func TestRepairGoDirtyFiles(t *testing.T) {
-	r := rand.New(rand.NewPCG(rpSeed(t), 1))
-	for _, kind := range rpKinds {
+	r := rand.New(rand.NewPCG(seedU64(t), 1))
+	for _, kind := range allKinds {
 		for _, nOps := range []int{0, 1, 10, 300, 2000} {
 			t.Run(fmt.Sprintf("%s/%d", kind, nOps), func(t *testing.T) {
 				dir := t.TempDir()
-				img, m := rpDirtyImage(t, dir, kind, r, nOps)
+				img, m, clean := killedImage(t, dir, kind, r, nOps)
 				path := filepath.Join(dir, "t.dets")
-				rpWriteFile(t, path, img)
-				if m.clean {
+				writeFileT(t, path, img)
+				if clean {
 					tab, err := Open(path, Options{})
 					if err != nil {
 						t.Fatalf("NoRepair on a file whose last op was Sync: %v", err)
 					}
-					got := rpContents(t, tab)
+					got := sortedContents(t, tab)
 					if err := tab.Check(); err != nil {
 						t.Fatalf("Check of the synced file: %v", err)
 					}
 					if err := tab.Close(); err != nil {
 						t.Fatal(err)
 					}
-					if want := m.sorted(); !slices.Equal(got, want) {
+					if want := m.Objects(); !slices.Equal(got, want) {
 						t.Fatalf("synced file has %d objects, model %d", len(got), len(want))
 					}
 				} else if _, err := Open(path, Options{}); !errors.Is(err, ErrNeedsRepair) {
 					t.Fatalf("NoRepair on a dirty file: %v, want ErrNeedsRepair", err)
 				}
 				if b, _ := os.ReadFile(path); !bytes.Equal(b, img) {
-					t.Fatalf("NoRepair (clean=%v) changed the file", m.clean)
+					t.Fatalf("NoRepair (clean=%v) changed the file", clean)
 				}
 				tab, err := Open(path, Options{Repair: AutoRepair})
 				if err != nil {
 					t.Fatalf("AutoRepair: %v", err)
 				}
-				got := rpContents(t, tab)
+				got := sortedContents(t, tab)
 				if err := tab.Check(); err != nil {
 					t.Fatalf("Check: %v", err)
 				}
 				if err := tab.Close(); err != nil {
 					t.Fatal(err)
 				}
-				if want := m.sorted(); !slices.Equal(got, want) {
+				if want := m.Objects(); !slices.Equal(got, want) {
 					t.Fatalf("repaired table has %d objects, model %d", len(got), len(want))
 				}
-				if again := rpReopenClean(t, path); !slices.Equal(again, got) {
+				if again := reopenClean(t, path); !slices.Equal(again, got) {
 					t.Fatal("contents changed on reopen")
 				}
-				rpNoTemps(t, dir)
+				noTempsIn(t, dir)
 			})
 		}
 	}
@@ -246,10 +211,10 @@ func TestRepairGoDirtyFiles(t *testing.T) {
 // TestRepairForceCompacts: ForceRepair on a good file keeps every object and
 // leaves a file no larger than before.
 func TestRepairForceCompacts(t *testing.T) {
-	r := rand.New(rand.NewPCG(rpSeed(t), 2))
+	r := rand.New(rand.NewPCG(seedU64(t), 2))
 	// The file is as godets's own close leaves it (tail compaction on):
 	// compaction must not grow even that.
-	for _, kind := range rpKinds {
+	for _, kind := range allKinds {
 		t.Run(kind.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "t.dets")
@@ -257,13 +222,13 @@ func TestRepairForceCompacts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := newRPModel(kind)
+			m := newModel(kind)
 			for i := range 3000 {
-				o := rpObj(i%1000, r.IntN(5), r.IntN(200))
-				m.put(t, tab, o)
+				o := paddedObj(i%1000, r.IntN(5), r.IntN(200))
+				insertBoth(t, tab, m, o)
 			}
 			for k := 0; k < 1000; k += 3 {
-				m.del(t, tab, etf.Int(k))
+				deleteBoth(t, tab, m, etf.Int(k))
 			}
 			if err := tab.Close(); err != nil {
 				t.Fatal(err)
@@ -276,25 +241,25 @@ func TestRepairForceCompacts(t *testing.T) {
 			if err := tab.Check(); err != nil {
 				t.Fatal(err)
 			}
-			got := rpContents(t, tab)
+			got := sortedContents(t, tab)
 			tab.Close()
-			if !slices.Equal(got, m.sorted()) {
-				t.Fatalf("compaction changed the contents: %d objects, want %d", len(got), len(m.sorted()))
+			if !slices.Equal(got, m.Objects()) {
+				t.Fatalf("compaction changed the contents: %d objects, want %d", len(got), len(m.Objects()))
 			}
 			after, _ := os.Stat(path)
 			t.Logf("%s: %d -> %d bytes", kind, before.Size(), after.Size())
 			if after.Size() > before.Size() {
 				t.Errorf("compacted file grew: %d -> %d", before.Size(), after.Size())
 			}
-			rpReopenClean(t, path)
-			rpNoTemps(t, dir)
+			reopenClean(t, path)
+			noTempsIn(t, dir)
 		})
 	}
 }
 
-// rpBuildDirty writes n objects with the engine and leaves a dirty copy of
+// writeDirtyCopy writes n objects with the engine and leaves a dirty copy of
 // the file (as a kill -9 would) at the returned path.
-func rpBuildDirty(b testing.TB, dir string, kind Kind, n int) string {
+func writeDirtyCopy(b testing.TB, dir string, kind Kind, n int) string {
 	b.Helper()
 	path := filepath.Join(dir, fmt.Sprintf("src-%s-%d.dets", kind, n))
 	tab, err := Open(path, Options{Kind: kind})
@@ -312,13 +277,13 @@ func rpBuildDirty(b testing.TB, dir string, kind Kind, n int) string {
 		}
 	}
 	dirty := path + ".dirty"
-	rpCopyFile(b, path, dirty)
+	copyFileT(b, path, dirty)
 	tab.Close()
 	os.Remove(path)
 	return dirty
 }
 
-func rpCopyFile(b testing.TB, from, to string) {
+func copyFileT(b testing.TB, from, to string) {
 	b.Helper()
 	in, err := os.Open(from)
 	if err != nil {
@@ -337,9 +302,9 @@ func rpCopyFile(b testing.TB, from, to string) {
 	}
 }
 
-// rpPeakHeap samples the heap (live and garbage objects) every 5 ms
+// peakHeap samples the heap (live and garbage objects) every 5 ms
 // while fn runs and returns the largest value seen.
-func rpPeakHeap(fn func()) uint64 {
+func peakHeap(fn func()) uint64 {
 	runtime.GC()
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	var peak atomic.Uint64
@@ -391,7 +356,7 @@ func BenchmarkRepair(b *testing.B) {
 		for _, kind := range []Kind{Set, Bag} {
 			b.Run(fmt.Sprintf("%s/N=%d", kind, n), func(b *testing.B) {
 				dir := b.TempDir()
-				src := rpBuildDirty(b, dir, kind, n)
+				src := writeDirtyCopy(b, dir, kind, n)
 				var otpSec float64
 				if r, err := otptest.Find(); err == nil {
 					out, err := r.EvalErr(otpRepairTimer, []byte(src), []byte(filepath.Join(dir, "otp.dets")), []byte(kind.String()))
@@ -410,12 +375,12 @@ func BenchmarkRepair(b *testing.B) {
 				runs := 0
 				for b.Loop() {
 					b.StopTimer()
-					rpCopyFile(b, src, work)
+					copyFileT(b, src, work)
 					b.StartTimer()
 					start := time.Now()
 					var st RepairStats
 					var err error
-					p := rpPeakHeap(func() { st, err = Repair(work, Options{}, nil) })
+					p := peakHeap(func() { st, err = Repair(work, Options{}, nil) })
 					total += time.Since(start)
 					runs++
 					peak = max(peak, p)
@@ -442,10 +407,10 @@ func BenchmarkRepair(b *testing.B) {
 // and a table that passes Check from both; the files hold buckets that get
 // blocks of their own (larger than a chunk) as well as packed ones.
 func TestRepairParallelBuild(t *testing.T) {
-	r := rand.New(rand.NewPCG(rpSeed(t), 21))
+	r := rand.New(rand.NewPCG(seedU64(t), 21))
 	procs := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
 	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
-	for _, kind := range rpKinds {
+	for _, kind := range allKinds {
 		for _, n := range []int{300, 6000} {
 			t.Run(fmt.Sprintf("%s/%d", kind, n), func(t *testing.T) {
 				dir := t.TempDir()
@@ -454,13 +419,13 @@ func TestRepairParallelBuild(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				m := newRPModel(kind)
+				m := newModel(kind)
 				for i := range n {
-					o := rpObj(i%(n/3+1), r.IntN(4), r.IntN(600))
+					o := paddedObj(i%(n/3+1), r.IntN(4), r.IntN(600))
 					if i%97 == 0 {
-						o = rpObj(7, i, 500) // key 7 grows a large bucket
+						o = paddedObj(7, i, 500) // key 7 grows a large bucket
 					}
-					m.put(t, tab, o)
+					insertBoth(t, tab, m, o)
 				}
 				img, err := os.ReadFile(src) // dirty: the table is still open
 				if err != nil {
@@ -472,7 +437,7 @@ func TestRepairParallelBuild(t *testing.T) {
 				for i, min := range []int{int(^uint(0) >> 1), 0} {
 					opts, splits := countSplits(withTuning(Options{}, func(tn *tuning) { tn.parallelBuildMin = min }))
 					path := filepath.Join(dir, fmt.Sprintf("t%d.dets", i))
-					rpWriteFile(t, path, img)
+					writeFileT(t, path, img)
 					var calls []int64 // unsynchronized: -race finds calls from two goroutines
 					st, err := Repair(path, opts, func(p RepairProgress) { calls = append(calls, p.Objects) })
 					if err != nil {
@@ -487,10 +452,10 @@ func TestRepairParallelBuild(t *testing.T) {
 						t.Fatal("no progress reported")
 					}
 					stats[i] = st
-					got[i] = rpReopenClean(t, path)
-					rpNoTemps(t, dir)
+					got[i] = reopenClean(t, path)
+					noTempsIn(t, dir)
 				}
-				if want := m.sorted(); !slices.Equal(got[0], want) || !slices.Equal(got[1], want) {
+				if want := m.Objects(); !slices.Equal(got[0], want) || !slices.Equal(got[1], want) {
 					t.Fatalf("repaired tables hold %d and %d objects, model %d", len(got[0]), len(got[1]), len(want))
 				}
 				if stats[0] != stats[1] {
@@ -512,7 +477,7 @@ func TestRepairOrderSplit(t *testing.T) {
 }
 
 func testRepairOrderSplit(t *testing.T, twoLevelMax int) {
-	r := rand.New(rand.NewPCG(rpSeed(t), 22))
+	r := rand.New(rand.NewPCG(seedU64(t), 22))
 	for _, tc := range []struct{ entries, slots int }{{1, 256}, {10, 256}, {1000, 256}, {1000, 4096}, {5000, 3072}, {50000, 65536}, {3, 65536}, {300000, 1 << 20}} {
 		// A fake file: entry i's object is n bytes at off, framed by
 		// <<4+n:32>> just before it.
@@ -576,33 +541,33 @@ func TestRepairParallelBuildFaults(t *testing.T) {
 	procs := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
 	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
 	twoBuilders := withTuning(Options{}, func(tn *tuning) { tn.parallelBuildMin = 0 })
-	r := rand.New(rand.NewPCG(rpSeed(t), 23))
-	for _, kind := range rpKinds {
-		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 4000)
-		want := m.sorted()
-		split := newRPMemFS()
+	r := rand.New(rand.NewPCG(seedU64(t), 23))
+	for _, kind := range allKinds {
+		img, m, _ := killedImage(t, t.TempDir(), kind, r, 4000)
+		want := m.Objects()
+		split := newMemFS()
 		split.put("t.dets", img)
 		opts, splits := countSplits(twoBuilders)
 		opts.FS = split
 		if _, err := Repair("t.dets", opts, nil); err != nil || splits.Load() == 0 {
 			t.Fatalf("%s: the build was not split (err %v)", kind, err)
 		}
-		rpEachFaultByContent(t, kind, img, want, twoBuilders)
+		repairWithEachFaultByContent(t, kind, img, want, twoBuilders)
 	}
 }
 
-// rpEachFaultByContent is rpEachFault for repairs whose layout depends on
+// repairWithEachFaultByContent is repairWithEachFault for repairs whose layout depends on
 // timing: a finished repair, or a stopped one that replaced the file, must
 // hold want.
-func rpEachFaultByContent(t *testing.T, kind Kind, img []byte, want []string, opts Options) {
+func repairWithEachFaultByContent(t *testing.T, kind Kind, img []byte, want []string, opts Options) {
 	t.Helper()
-	rpEachFault(t, kind, img, want, opts, func(ffs *rpFaultFS) {
-		if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
+	repairWithEachFault(t, kind, img, want, opts, func(ffs *nthOpFaultFS) {
+		if got := reopenCleanInMemFS(t, ffs.memFS, "t.dets", kind.String()); !slices.Equal(got, want) {
 			t.Fatalf("%s: %d objects, want %d", kind, len(got), len(want))
 		}
-	}, func(ffs *rpFaultFS, n int) {
+	}, func(ffs *nthOpFaultFS, n int) {
 		if now := ffs.get("t.dets"); !bytes.Equal(now, img) {
-			if got := rpMemReopenClean(t, ffs.rpMemFS, "t.dets", kind.String()); !slices.Equal(got, want) {
+			if got := reopenCleanInMemFS(t, ffs.memFS, "t.dets", kind.String()); !slices.Equal(got, want) {
 				t.Fatalf("%s: fault at step %d left a new file with %d objects, want %d", kind, n, len(got), len(want))
 			}
 		}
@@ -617,18 +582,12 @@ func rpEachFaultByContent(t *testing.T, kind Kind, img []byte, want []string, op
 func TestRepairEarlySync(t *testing.T) {
 	t.Parallel()
 	everyWrite := withTuning(Options{}, func(tn *tuning) { tn.earlySyncBytes = 1 })
-	r := rand.New(rand.NewPCG(rpSeed(t), 29))
-	for _, kind := range rpKinds {
-		img, m := rpDirtyImage(t, t.TempDir(), kind, r, 3000)
-		want := m.sorted()
+	r := rand.New(rand.NewPCG(seedU64(t), 29))
+	for _, kind := range allKinds {
+		img, m, _ := killedImage(t, t.TempDir(), kind, r, 3000)
+		want := m.Objects()
 
-		mfs := newRPMemFS()
-		mfs.put("t.dets", img)
-		opts := everyWrite
-		opts.FS = mfs
-		if _, err := Repair("t.dets", opts, nil); err != nil {
-			t.Fatal(err)
-		}
+		mfs := repairInMemory(t, img, everyWrite)
 		var writes, syncsBetween, last int
 		node := -1 // the new file's
 		for _, rec := range mfs.Log() {
@@ -646,13 +605,14 @@ func TestRepairEarlySync(t *testing.T) {
 		if syncsBetween < 2 {
 			t.Fatalf("%s: %d writes and %d fsyncs between them, want early fsyncs", kind, writes, syncsBetween)
 		}
-		if got := rpMemReopenClean(t, mfs, "t.dets", kind.String()); !slices.Equal(got, want) {
+		if got := reopenCleanInMemFS(t, mfs, "t.dets", kind.String()); !slices.Equal(got, want) {
 			t.Fatalf("%s: %d objects, want %d", kind, len(got), len(want))
 		}
 
-		once := newRPMemFS()
+		once := newMemFS()
 		once.put("t.dets", img)
 		once.Inject(crashfs.OpSync, 1, syscall.EIO, false)
+		opts := everyWrite
 		opts.FS = once
 		if _, err := Repair("t.dets", opts, nil); !errors.Is(err, syscall.EIO) {
 			t.Fatalf("%s: the first early fsync failed, and the repair returned %v", kind, err)
@@ -660,8 +620,8 @@ func TestRepairEarlySync(t *testing.T) {
 		if !bytes.Equal(once.get("t.dets"), img) {
 			t.Fatalf("%s: a failed repair changed the file", kind)
 		}
-		rpMemNoTemps(t, once, kind.String())
+		noTempsInMemFS(t, once, kind.String())
 
-		rpEachFaultByContent(t, kind, img, want, everyWrite)
+		repairWithEachFaultByContent(t, kind, img, want, everyWrite)
 	}
 }

@@ -67,15 +67,15 @@ func testAllFileOrder(t *testing.T, format Format) {
 			for range 3000 {
 				o := tup(etf.Int(r.Intn(1500)), etf.Int(r.Intn(3)))
 				must(t, tab.Insert(o))
-				m.insert(o)
+				m.Insert(o)
 				if r.Intn(10) == 0 {
 					k := etf.Int(r.Intn(1500))
 					must(t, tab.Delete(k))
-					m.delete(k)
+					m.Delete(k)
 				}
 			}
 			got := scanAll(t, tab)
-			if d := diffTerms(sortTerms(slices.Clone(got)), m.objects()); d != "" {
+			if d := diffTerms(sortTerms(slices.Clone(got)), m.Terms()); d != "" {
 				t.Fatalf("All differs from the model: %s", d)
 			}
 			ptrs := objectPtrs(t, tab, got)

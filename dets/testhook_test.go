@@ -15,16 +15,16 @@ import (
 // still repairs to its content; at zero the same repair stays in memory.
 // Not parallel: the hook is global.
 func TestTestHookRepairMemEntries(t *testing.T) {
-	img, m := rpDirtyImage(t, t.TempDir(), Set, rand.New(rand.NewPCG(1, 2)), 400)
-	want := m.sorted()
+	img, m, _ := killedImage(t, t.TempDir(), Set, rand.New(rand.NewPCG(1, 2)), 400)
+	want := m.Objects()
 	sortFiles := func() int {
 		cfs := crashfs.New()
 		cfs.Put("t.dets", img)
-		if _, err := Repair("t.dets", Options{FS: ckFS{cfs}}, nil); err != nil {
+		if _, err := Repair("t.dets", Options{FS: memFS{cfs}}, nil); err != nil {
 			t.Fatal(err)
 		}
-		tab := openT(t, "t.dets", Options{FS: ckFS{cfs}})
-		got, err := ckContents(tab)
+		tab := openT(t, "t.dets", Options{FS: memFS{cfs}})
+		got, err := sortedContentsErr(tab)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,7 +31,7 @@ const tornPage = 4096 // the page a killed write stops at
 
 func TestRepairKilledInsideWrite(t *testing.T) {
 	cfs := crashfs.New()
-	tab, err := Open(ckPath, Options{Kind: Set, FS: ckFS{cfs}})
+	tab, err := Open(crashTablePath, Options{Kind: Set, FS: memFS{cfs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestRepairKilledInsideWrite(t *testing.T) {
 	log := cfs.Log()
 	node := -1
 	for _, rec := range log {
-		if rec.Kind == crashfs.OpCreate && rec.Name == ckPath {
+		if rec.Kind == crashfs.OpCreate && rec.Name == crashTablePath {
 			node = rec.Node
 		}
 	}
@@ -97,8 +97,8 @@ func TestRepairKilledInsideWrite(t *testing.T) {
 			copy(img[rec.Off:b], rec.Data[:b-rec.Off])
 			cases++
 			ifs := crashfs.New()
-			ifs.Put(ckPath, img)
-			rt, err := Open(ckPath, Options{Kind: Set, FS: ckFS{ifs}, Repair: AutoRepair})
+			ifs.Put(crashTablePath, img)
+			rt, err := Open(crashTablePath, Options{Kind: Set, FS: memFS{ifs}, Repair: AutoRepair})
 			if err != nil {
 				t.Fatalf("write %d (%v) cut at %d: open: %v", i, rec, b, err)
 			}

@@ -13,12 +13,12 @@ import (
 func TestTuningIsPerTable(t *testing.T) {
 	procs := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
 	t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
-	r := rand.New(rand.NewPCG(rpSeed(t), 31))
-	img, m := rpDirtyImage(t, t.TempDir(), Set, r, 4000)
-	for m.clean { // a sequence that ended in a Sync leaves nothing to repair
-		img, m = rpDirtyImage(t, t.TempDir(), Set, r, 4000)
+	r := rand.New(rand.NewPCG(seedU64(t), 31))
+	img, m, clean := killedImage(t, t.TempDir(), Set, r, 4000)
+	for clean { // a sequence that ended in a Sync leaves nothing to repair
+		img, m, clean = killedImage(t, t.TempDir(), Set, r, 4000)
 	}
-	mfs := newRPMemFS()
+	mfs := newMemFS()
 	mfs.put("t.dets", img)
 	opts, splits := countSplits(withTuning(Options{FS: mfs, Repair: AutoRepair}, func(tn *tuning) {
 		tn.parallelBuildMin, tn.touchMin = 0, 1
@@ -30,8 +30,8 @@ func TestTuningIsPerTable(t *testing.T) {
 	if tab.tune.touchMin != 1 {
 		t.Errorf("the table's touchMin is %d, want the 1 it was opened with", tab.tune.touchMin)
 	}
-	if got := rpContents(t, tab); !slices.Equal(got, m.sorted()) {
-		t.Fatalf("repaired table holds %d objects, want %d", len(got), len(m.sorted()))
+	if got := sortedContents(t, tab); !slices.Equal(got, m.Objects()) {
+		t.Fatalf("repaired table holds %d objects, want %d", len(got), len(m.Objects()))
 	}
 	other := openT(t, tmpFile(t, "other.dets"), Options{})
 	if other.tune.touchMin != defaultTuning.touchMin || other.tune.buildSplit != nil {

@@ -130,3 +130,13 @@ func (Raw) BodyEnd(b []byte, off int) (end int, ok bool) {
 	}
 	return d.off, true
 }
+
+// HasNegativeZero reports whether the term that body encodes holds the
+// float -0.0 anywhere, reading only tags and headers. OTP 25 takes -0.0
+// and 0.0 for the same key (=:=) while their encodings differ in the sign
+// bit, so a store that hashes key encodings must hash a key holding -0.0
+// as its 0.0 form; this tells it when there is something to rewrite, and
+// never allocates. ok is false when body is not exactly one term, or holds
+// a pid, port, reference, fun or FLOAT_EXT (text) float, whose -0.0 only
+// a decode tells; then decode. Only the headers are validated.
+func (Raw) HasNegativeZero(body []byte) (has, ok bool) { return hasNegZero(body) }

@@ -282,7 +282,7 @@ func writeCase(t *testing.T, tab *dets.Table, what string) {
 
 // maxRepairSlots bounds the min_no_slots of the inputs FuzzOpen repairs.
 // A repair creates its table with at least the header's min_no_slots, as
-// OTP does (docs/otp-dets-format.md §7.1), and a table is created with all
+// OTP does (docs/repair.md §4), and a table is created with all
 // its segments: 8 bytes a slot, 256 MiB for the 2^25 a valid header may
 // ask for (OTP 25 writes a 269 MB file for it). Such inputs are valid and
 // only slow; they are opened with NoRepair alone.

@@ -19,6 +19,7 @@ package model
 
 import (
 	"errors"
+	"iter"
 	"maps"
 	"slices"
 
@@ -166,6 +167,33 @@ func (m *Model) Len() int {
 		n += len(l)
 	}
 	return n
+}
+
+// NumKeys returns the number of keys present.
+func (m *Model) NumKeys() int { return len(m.keys) }
+
+// Terms returns every object, sorted by etf.CompareExact (a multiset, so
+// two tables compare element by element).
+func (m *Model) Terms() []etf.Term {
+	var out []etf.Term
+	for _, l := range m.keys {
+		out = append(out, l...)
+	}
+	slices.SortStableFunc(out, etf.CompareExact)
+	return out
+}
+
+// ByKey yields the objects of each present key, in insert order; the keys
+// come in no fixed order (tests use it to pick existing objects). The
+// slices are the model's own: callers must not modify them.
+func (m *Model) ByKey() iter.Seq[[]etf.Term] {
+	return func(yield func([]etf.Term) bool) {
+		for _, l := range m.keys {
+			if !yield(l) {
+				return
+			}
+		}
+	}
 }
 
 // Keys returns the encodings of the keys present.

@@ -87,3 +87,29 @@ func TestTracker(t *testing.T) {
 		t.Fatalf("Missing counts multiplicity: %v", miss)
 	}
 }
+
+func TestTermsAndByKey(t *testing.T) {
+	m := New(Bag, 1)
+	b2, a1, a2 := tu(etf.Int(2), etf.Atom("b")), tu(etf.Int(1), etf.Atom("a")), tu(etf.Int(1), etf.Atom("b"))
+	m.Insert(b2, a2, a1)
+	if got, want := m.Terms(), []etf.Term{a1, a2, b2}; !slices.EqualFunc(got, want, etf.Equal) {
+		t.Errorf("Terms = %v, want %v", got, want)
+	}
+	if m.NumKeys() != 2 {
+		t.Errorf("NumKeys = %d, want 2", m.NumKeys())
+	}
+	seen := map[string][]etf.Term{}
+	for l := range m.ByKey() {
+		k, _ := m.KeyOf(l[0])
+		seen[Enc(k)] = l
+	}
+	if got := seen[Enc(etf.Int(1))]; !slices.EqualFunc(got, []etf.Term{a2, a1}, etf.Equal) {
+		t.Errorf("ByKey(1) = %v, want insert order [a2 a1]", got)
+	}
+	if len(seen) != 2 {
+		t.Errorf("ByKey yielded %d keys, want 2", len(seen))
+	}
+	for range m.ByKey() {
+		break // an early stop must not panic
+	}
+}
