@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-
-	"github.com/godets/godets/etf"
 )
 
 // Conversion between otp9 and native (docs/format-native.md §13.1).
@@ -91,10 +89,10 @@ var convertSizeLimit int64 = allocLimit
 // dst or dst+".TMP": a file that would end past otp9's size limit, more
 // than 2^32-1 objects or keys, or a minimum slot count above 2^25 give a
 // *FormatLimitError (ErrFormatLimit). A slot ceiling above 2^25 becomes
-// 2^25 (ConvertStats.MaxSlotsClamped). To otp9 the objects are copied byte
-// for byte through the repair pipeline's sort and writer; to native they
-// are inserted in the source's order, so non-canonical encodings become
-// canonical (the terms are equal).
+// 2^25 (ConvertStats.MaxSlotsClamped). Both ways the objects go through
+// the repair pipeline's sort and the target's writer: to otp9 copied byte
+// for byte; to native copied where they are in etf.Encode's form, else
+// encoded anew (the terms are equal), each key's objects in their order.
 func Convert(src, dst string, to Format, opts ConvertOptions) (ConvertStats, error) {
 	st := ConvertStats{To: to}
 	if to != OTP9 && to != Native {
@@ -124,7 +122,7 @@ func Convert(src, dst string, to Format, opts ConvertOptions) (ConvertStats, err
 	}
 	tmp := tmpPath(dst)
 	if to == Native {
-		err = convertToNative(t, tmp, &st)
+		err = convertToNative(t, src, tmp, &st)
 	} else {
 		err = convertToOTP9(t, src, dst, &st)
 	}
@@ -136,76 +134,6 @@ func Convert(src, dst string, to Format, opts ConvertOptions) (ConvertStats, err
 		return st, err
 	}
 	return st, OSFS{}.SyncDir(filepath.Dir(dst))
-}
-
-// convertBatch is how many objects one Insert of a conversion carries.
-const convertBatch = 256
-
-// convertToNative builds tmp as a native table holding src's objects, in
-// the order All gives them (each key's objects in their order).
-func convertToNative(src *Table, tmp string, st *ConvertStats) error {
-	in, err := src.Info()
-	if err != nil {
-		return err
-	}
-	lo := uint64(in.NoSlots.Min)
-	if lo < nativeDefaultMinSlots {
-		lo, st.MinSlotsRaised = nativeDefaultMinSlots, true
-	}
-	if err := removeStale(tmp); err != nil {
-		return err
-	}
-	out, err := Open(tmp, Options{Format: Native, Kind: in.Kind, KeyPos: in.KeyPos,
-		MinSlots: int(lo), MaxSlots: in.NoSlots.Max})
-	if err != nil {
-		return err
-	}
-	fail := func(err error) error {
-		out.Close()
-		os.Remove(tmp)
-		return err
-	}
-	batch := make([]etf.Term, 0, convertBatch)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := out.Insert(batch...)
-		clear(batch)
-		batch = batch[:0]
-		return err
-	}
-	for obj, err := range src.All() {
-		if err != nil {
-			return fail(err)
-		}
-		batch = append(batch, obj)
-		if len(batch) == convertBatch {
-			if err := flush(); err != nil {
-				return fail(err)
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		return fail(err)
-	}
-	oi, err := out.Info()
-	if err != nil {
-		return fail(err)
-	}
-	if int64(oi.Size) != int64(in.Size) || oi.NoKeys != in.NoKeys {
-		return fail(fmt.Errorf("dets: convert: %s holds %d objects and %d keys, the source %d and %d", tmp, oi.Size, oi.NoKeys, in.Size, in.NoKeys))
-	}
-	st.Objects, st.Keys = int64(oi.Size), int64(oi.NoKeys)
-	st.MinSlots, st.MaxSlots = uint64(oi.NoSlots.Min), uint64(oi.NoSlots.Max)
-	if err := out.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := out.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
 }
 
 // otp9SizeBound bounds the size of the otp9 file that the repair writer

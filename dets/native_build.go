@@ -219,8 +219,7 @@ func (b *nativeBuilder) finish() (nativeMeta, error) {
 		return m, err
 	}
 	// The free record's block is the smallest that holds the record
-	// (§7.5): allocated by a bound, then its upper halves given back while
-	// the record still fits, as a checkpoint does.
+	// (§7.5): allocated by a bound, then fitted as a checkpoint does.
 	fk := blockClassFor(a.freeRecordBound())
 	if m.freeOff, err = a.allocBlock(fk); err != nil {
 		return m, fmt.Errorf("%w: %s", err, b.path)
@@ -229,14 +228,9 @@ func (b *nativeBuilder) finish() (nativeMeta, error) {
 	if err != nil {
 		return m, err
 	}
-	for fk > nativeMinBuddyClass && uint64(len(rec))+8 <= 1<<(fk-1) {
-		fk--
-		a.insertFree(fk, m.freeOff+1<<fk)
-		if rec, err = a.encodeFree(rec[:0], a.dataEnd()); err != nil {
-			return m, err
-		}
+	if rec, _, m.dataEnd, err = a.fitFreeRecord(rec, m.freeOff, fk); err != nil {
+		return m, err
 	}
-	m.dataEnd = a.dataEnd()
 	m.freeLen, m.freeSum = uint64(len(rec)), nativeNodeSum(rec)
 	if err := b.write(rec, m.freeOff); err != nil {
 		return m, err
@@ -251,4 +245,49 @@ func (b *nativeBuilder) finish() (nativeMeta, error) {
 		return m, err
 	}
 	return m, nil
+}
+
+// fitFreeRecord shrinks the free record's block, at off and of class k,
+// to blockClassFor of the record's length: the block the next checkpoint
+// releases, by the meta's freeLen (§7.5). It returns the record encoded
+// anew, the block's class and the end of data. Upper halves go back while
+// the record, with the one more free entry each of them takes, fits the
+// lower half. A record of exactly half its block cannot shrink so; it
+// would keep its block whole while freeLen names only the lower half, and
+// the upper half would be lost to every later checkpoint (Check's
+// LeakedBytes). Then one free block below the end of data is listed as
+// its two halves instead: one entry more, and the record needs the whole
+// block. Buddies listed apart are legal; they merge when one of them is
+// next freed.
+func (a *nativeAlloc) fitFreeRecord(rec []byte, off uint64, k int) ([]byte, int, uint64, error) {
+	dataEnd := a.dataEnd()
+	var err error
+	for k > nativeMinBuddyClass && uint64(len(rec))+8 <= 1<<(k-1) {
+		k--
+		a.insertFree(k, off+1<<k)
+		dataEnd = a.dataEnd()
+		if rec, err = a.encodeFree(rec[:0], dataEnd); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	if k > nativeMinBuddyClass && blockClassFor(uint64(len(rec))) < k && a.listHalves(dataEnd) {
+		if rec, err = a.encodeFree(rec[:0], dataEnd); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	return rec, k, dataEnd, nil
+}
+
+// listHalves replaces the lowest free block of the smallest class above
+// the minimum that lies below dataEnd by its two halves, without merging
+// them; false when there is none.
+func (a *nativeAlloc) listHalves(dataEnd uint64) bool {
+	for k := nativeMinBuddyClass + 1; k <= nativeMaxBuddyClass; k++ {
+		if l := a.free[k]; len(l) > 0 && l[0]+1<<k <= dataEnd {
+			a.free[k] = l[1:]
+			a.free[k-1] = insertSorted(insertSorted(a.free[k-1], l[0]), l[0]+1<<(k-1))
+			return true
+		}
+	}
+	return false
 }

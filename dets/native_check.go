@@ -62,9 +62,10 @@ type CheckReport struct {
 	Metas []NativeMetaState
 	// LeakedBytes counts native space below the end of data that no
 	// block, cell or free list accounts for: lost until a repair or a
-	// compaction, never data, so not a problem. A checkpoint leaves
-	// this when its free record's block keeps an unnamed upper half
-	// (docs/format-native.md §16, step 4).
+	// compaction, never data, so not a problem. Files written before
+	// fitFreeRecord may hold such space: a free record's block whose
+	// upper half its freeLen did not name (docs/format-native.md §16,
+	// step 10).
 	LeakedBytes uint64
 
 	path string

@@ -339,3 +339,61 @@ func TestKeyOfRawGarbage(t *testing.T) {
 		keyOfRaw(b, 1+rng.Intn(3))
 	}
 }
+
+// TestNativeFreeRecordNoLeak: no checkpoint leaks space. A free record of
+// exactly half its block used to keep the block whole while its freeLen
+// named the lower half, so the next checkpoint freed only that and Check
+// counted the upper half in LeakedBytes from then on; seed
+// 1796227755288826883 (TestNativeModel's workload, bag) met it at its
+// first Close. The test runs that seed and the test's own.
+func TestNativeFreeRecordNoLeak(t *testing.T) {
+	for _, seed := range []int64{1796227755288826883, testSeed(t)} {
+		for _, kind := range []Kind{Set, Bag, DuplicateBag} {
+			rng := rand.New(rand.NewSource(seed))
+			path := tmpFile(t, "leak.dets")
+			opts := Options{Kind: kind, Format: Native}
+			tab := openT(t, path, opts)
+			const keys = 3000
+			noLeak := func(when string, round int) {
+				t.Helper()
+				r, err := tab.CheckReport()
+				must(t, err)
+				if r.LeakedBytes != 0 || r.Err() != nil {
+					t.Fatalf("seed %d, %s, round %d, %s: %d bytes leaked (%v)", seed, kind, round, when, r.LeakedBytes, r.Err())
+				}
+			}
+			for round := range 6 {
+				for range 2000 {
+					key := rng.Int63n(keys)
+					switch r := rng.Intn(10); {
+					case r < 7:
+						size := rng.Intn(40)
+						if rng.Intn(100) == 0 {
+							size = 2000 + rng.Intn(6000)
+						}
+						must(t, tab.Insert(etf.Tuple{etf.Int(key), etf.Int(rng.Intn(3)), etf.Binary(make([]byte, size))}))
+					case r < 9:
+						must(t, tab.Delete(etf.Int(key)))
+					default:
+						// TestNativeModel deletes one object of the key
+						// here; the draw keeps the same random stream.
+						objs, err := tab.Lookup(etf.Int(key))
+						must(t, err)
+						if len(objs) == 0 {
+							continue
+						}
+						must(t, tab.DeleteObject(objs[rng.Intn(len(objs))]))
+					}
+				}
+				if round%3 == 0 {
+					must(t, tab.Sync())
+				} else {
+					must(t, tab.Close())
+					tab = openT(t, path, opts)
+				}
+				noLeak("after the checkpoint", round)
+			}
+			must(t, tab.Close())
+		}
+	}
+}

@@ -85,9 +85,9 @@ func nativeCurrentMeta(t *testing.T, img []byte) nativeMeta {
 }
 
 // TestNativeRecover: a native file left by a killed writer opens with
-// AutoRepair and with ForceRepair in exactly the acknowledged state
-// (§11.2), checkpointed with the recovery flag, closed properly from then
-// on, and writable. Seeded: rerun with -seed.
+// AutoRepair (recovery, §11.2) and with ForceRepair (the full repair) in
+// exactly the acknowledged state; the recovery is checkpointed with the
+// recovery flag, closed properly from then on, and writable. Seeded: rerun with -seed.
 func TestNativeRecover(t *testing.T) {
 	seed := testSeed(t)
 	for _, kind := range []Kind{Set, Bag, DuplicateBag} {
@@ -109,6 +109,16 @@ func TestNativeRecover(t *testing.T) {
 				t.Cleanup(func() { tab.Close() })
 				st, ok, err := tab.Recovery()
 				must(t, err)
+				if mode == ForceRepair {
+					// The full repair, which applies the log itself
+					// (TestNativeForceRepairNotClosed).
+					if ok || tab.nat.meta.verifiedGen != 1 {
+						t.Fatalf("ForceRepair: Recovery() ok %v, verifiedGen %d; want the full repair", ok, tab.nat.meta.verifiedGen)
+					}
+					checkModel(t, tab, m, keys)
+					must(t, mustCheckErr(tab))
+					return
+				}
 				if !ok || st.Replayed == 0 || st.Replayed != st.Records || st.GroupsCut != 0 || st.Slots == 0 || st.Verified == 0 || st.Verified > st.Slots {
 					t.Fatalf("Recovery() = %+v, %v: want every record replayed, at most one verification a slot", st, ok)
 				}

@@ -524,6 +524,9 @@ func (p *repairPlan) nativeBuild() error {
 func (p *repairPlan) nativeBuildInto(out File) error {
 	s := p.nat.super
 	s.minSlots, s.maxSlots = p.nat.minSlots, p.nat.maxSlots
+	if p.nativeBase != 0 {
+		s.base = p.nativeBase
+	}
 	nb, err := newNativeBuilder(out, p.tmp, s, p.nat.newNext, p.nat.maxSeq)
 	if err != nil {
 		return err
@@ -571,4 +574,18 @@ func (p *repairPlan) nativeBuildInto(out File) error {
 	}
 	p.stats.Objects, p.stats.Keys = int64(nb.objects), int64(nb.keys)
 	return nil
+}
+
+// removeRepairLeftovers removes the PATH.TMP and PATH.TMP.sort that a
+// killed repair may have left next to the table. A recovery (§11.2) is the
+// repair of a native file not closed properly; like every repair, which
+// reuses a stale PATH.TMP and removes a stale PATH.TMP.sort, it leaves
+// neither behind (docs/repair.md). Errors are ignored: most often there
+// is no such file.
+func (t *Table) removeRepairLeftovers() {
+	if t.fsys == nil {
+		return
+	}
+	t.fsys.Remove(tmpPath(t.path))
+	t.fsys.Remove(sortPath(t.path))
 }

@@ -97,7 +97,10 @@ func (p *repairPlan) rawScan() error {
 		if err != nil {
 			return err
 		}
-		if nr.allRaw {
+		// Records that fail count as dropped only in a bucket that is its
+		// (level, slot)'s newest: an older copy's tail may have been
+		// overwritten by the cells allocated since, which loses nothing.
+		if nr.allRaw && auth[authKey(f.level, uint64(f.slot))].off == f.off {
 			p.countWalk(&w)
 		}
 	}

@@ -228,12 +228,13 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 			if opts.Repair == NoRepair || opts.ReadOnly {
 				return needs(errors.New("not closed properly"))
 			}
-			// §11.2, for AutoRepair and ForceRepair alike: ForceRepair's
-			// full repair after the recovery is step 7's.
-			recovering = true
+			recovering = true // §11.2 (AutoRepair)
 		}
 	}
-	if opts.Repair == ForceRepair && !recovering {
+	// ForceRepair always runs the full repair of §12, on a file not
+	// closed properly too: the repair applies the epoch's log itself, then
+	// reads every object, so damage the log does not cover is found.
+	if opts.Repair == ForceRepair {
 		if opts.ReadOnly {
 			return nil, fmt.Errorf("%w: forced repair of %s needs read-write access", ErrReadOnly, t.path)
 		}
@@ -259,6 +260,7 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 		} else if err != nil {
 			return nil, err
 		}
+		t.removeRepairLeftovers()
 	}
 	return nil, nil
 }
@@ -681,15 +683,10 @@ func (t *Table) nativeCheckpoint(durable, byClose bool) error {
 		return err
 	}
 	// The bound may have asked for a larger block than the record needs:
-	// give back upper halves, so that the block is the smallest that
-	// holds freeLen bytes, the size a later checkpoint frees (§7.5).
-	for fk > nativeMinBuddyClass && uint64(len(rec))+8 <= 1<<(fk-1) {
-		fk--
-		a.insertFree(fk, freeOff+1<<fk)
-		dataEnd = a.dataEnd()
-		if rec, err = a.encodeFree(rec[:0], dataEnd); err != nil {
-			return err
-		}
+	// the block must be the smallest that holds freeLen bytes, the size a
+	// later checkpoint frees (§7.5).
+	if rec, _, dataEnd, err = a.fitFreeRecord(rec, freeOff, fk); err != nil {
+		return err
 	}
 	nodes = append(nodes, node{freeOff, rec})
 	if err := t.nativeCover(dataEnd); err != nil {

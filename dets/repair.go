@@ -39,9 +39,9 @@ import (
 //	replace  rename PATH.TMP over PATH, then fsync the directory (§7)
 //
 // The old file is never written. A crash before the rename leaves it as it
-// was, and the next repair starts again (reusing a stale PATH.TMP); a crash
-// after it leaves the new, closed file. A failed repair removes PATH.TMP and
-// PATH.TMP.sort. A page of the old file that cannot be read (an I/O error,
+// was, and the next repair starts again (reusing a stale PATH.TMP, removing
+// a stale PATH.TMP.sort); a crash after it leaves the new, closed file. A
+// failed repair removes PATH.TMP and PATH.TMP.sort. A page of the old file that cannot be read (an I/O error,
 // a sparse file on a full file system, a file cut short meanwhile) fails the
 // repair with a *MapFaultError, wrapping syscall.ENOSPC when the file system
 // is full, instead of killing the process.
@@ -150,6 +150,10 @@ type repairParams struct {
 	natMax       uint64
 	progress     func(RepairProgress)
 	tune         tuning
+	// nativeBase, when not 0, is the buddy base of the native file the
+	// repair builds, in place of the old superblock's: a test's way to a
+	// legal sparse file with every block above 4 GiB (TestNativeBeyond4GiB).
+	nativeBase uint64
 }
 
 // repairPlan is one repair on its way through the stages of docs/repair.md:
@@ -243,6 +247,10 @@ func (p *repairPlan) release() {
 	if p.idx != nil {
 		p.idx.cleanup()
 	}
+	if p.fs != nil {
+		// A killed repair's spill file, which this one did not reuse.
+		p.fs.Remove(sortPath(p.path))
+	}
 	if p.unmap != nil {
 		p.unmap()
 		p.unmap = nil
@@ -278,7 +286,7 @@ func (p *repairPlan) openOld() error {
 	} else if p.size > 1<<32 {
 		return fmt.Errorf("%w: %s: %d bytes is beyond the otp9 format", ErrNotDETS, p.path, p.size)
 	}
-	if p.data, p.unmap, err = mapFile(src, p.size); err != nil {
+	if p.data, p.unmap, err = mapRepairSource(src, p.size); err != nil {
 		return err
 	}
 	if p.unmap != nil {

@@ -13,9 +13,19 @@
 //     sequence numbers) or objects that visibly fail their own CRC (otp9
 //     objects carry no checksum).
 //
+// FuzzRepair damages, besides the closed fixtures, the native fixtures as
+// their killed writers left them (repairSources).
+//
 // Files live in an in-memory internal/crashfs file system. Seeds are in
 // testdata/fuzz/<Target>/ and run with plain go test; regenerate them with
-// GODETS_GEN_CORPUS=1 go test -run TestGenCorpus ./fuzz. Fuzz with, e.g.,
+// GODETS_GEN_CORPUS=1 go test -run TestGenCorpus ./fuzz. FuzzOpen's native
+// seeds (smallNativeSeeds: a few objects of each kind, a file not closed,
+// one with a log block, one of two segments) are kept in a sparse form
+// (sparse_test.go) that the target expands: a native file is 36 KiB or
+// more of mostly zero pages, four bytes a zero in Go's corpus format. The
+// native fixtures and a table grown past its 512 slots are added by the
+// targets themselves; TestNativeSeedsCommitted checks that the committed
+// native seeds still open to their objects. Fuzz with, e.g.,
 // go test -run '^$' -fuzz '^FuzzOpen$' -fuzztime 60s ./fuzz.
 //
 // go generate ./fuzz does the same.

@@ -317,10 +317,16 @@ func FuzzOpen(f *testing.F) {
 		binary.BigEndian.PutUint32(dirty[8:], 0)
 		f.Add(dirty)
 	}
+	grown, err := grownNative()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(grown)
 	f.Add([]byte{})
 	f.Add(bytes.Repeat([]byte("A"), 100))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) > 1<<20 {
+		data, ok := expandInput(data) // the sparse form (sparse_test.go)
+		if !ok {
 			return
 		}
 		openCase(t, data, dets.NoRepair)
@@ -356,6 +362,27 @@ func damage(img, prog []byte) []byte {
 	return img
 }
 
+// repairSource is an image FuzzRepair damages: a fixture's closed file,
+// or (after all of those) a native fixture's file as its killed writer
+// left it, so that the repair's replay of the log meets damage too.
+type repairSource struct {
+	fx  fixture
+	img []byte
+}
+
+func repairSources(fxs []fixture) []repairSource {
+	srcs := make([]repairSource, 0, len(fxs)+3)
+	for _, fx := range fxs {
+		srcs = append(srcs, repairSource{fx, fx.img})
+	}
+	for _, fx := range fxs {
+		if fx.format == dets.Native {
+			srcs = append(srcs, repairSource{fx, fx.dirty})
+		}
+	}
+	return srcs
+}
+
 // FuzzRepair: structured damage of a valid fixture, then dets.Repair.
 func FuzzRepair(f *testing.F) {
 	fxs, err := makeFixtures()
@@ -370,12 +397,14 @@ func FuzzRepair(f *testing.F) {
 	f.Add(uint8(3), []byte{})                            // native: a full repair of a clean file
 	f.Add(uint8(4), []byte{0, 1, 0, 3, 0, 90, 0, 5})     // native: a superblock bit, an object bit
 	f.Add(uint8(5), []byte{2, 0, 32, 255, 3, 160, 0, 7}) // native: metas zeroed, a byte set
+	f.Add(uint8(6), []byte{0, 60, 0, 2})                 // native: a killed writer's image, a bit flipped
 	f.Fuzz(func(t *testing.T, which uint8, prog []byte) {
 		if len(prog) > 4*64 {
 			return
 		}
-		fx := fxs[int(which)%len(fxs)]
-		img := damage(fx.img, prog)
+		src := repairSources(fxs)[int(which)%(len(fxs)+3)]
+		fx := src.fx
+		img := damage(src.img, prog)
 		if repairSlots(img) > maxRepairSlots {
 			return // valid but slow (see maxRepairSlots)
 		}
@@ -431,17 +460,36 @@ func TestGenCorpus(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	seeds, err := smallNativeSeeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range seeds {
+		write("FuzzOpen", s.name, sparseInput(s.img))
+	}
 	for i, fx := range fxs {
 		k := fx.kind.String()
 		if fx.format == dets.Native {
-			// FuzzOpen's native seeds are the fixtures, which it adds
-			// itself: a small native file is about 600 KiB (a 64 KiB run
-			// for each cell class in use), 2.5 MB as a corpus file.
+			// FuzzOpen adds the native fixtures itself (about 100 KiB
+			// each); its committed native seeds are the small files of
+			// smallNativeSeeds, in the sparse form.
 			k = "native-" + k
 			write("FuzzRepair", "flips-"+k, uint8(i), []byte{0, 30, 0, 1, 0, 90, 0, 5, 0, 200, 0, 7})
 			write("FuzzRepair", "superblock-"+k, uint8(i), []byte{0, 0, 10, 3})
 			write("FuzzRepair", "metas-zeroed-"+k, uint8(i), []byte{2, 0, 32, 255, 2, 1, 64, 255})
 			write("FuzzRepair", "truncate-"+k, uint8(i), []byte{1, 150, 0, 0})
+			// The killed writer's image of the same fixture (repairSources).
+			d := uint8(i + 3)
+			write("FuzzRepair", "dirty-"+k, d, []byte{})
+			write("FuzzRepair", "dirty-flips-"+k, d, []byte{0, 30, 0, 1, 0, 90, 0, 5, 0, 200, 0, 7})
+			// 65 zero bytes over a record of either log head page (12288,
+			// 16384: docs/format-native.md §3), in damage's scaled offsets.
+			var logProg []byte
+			for _, at := range []int{12288 + 200, 16384 + 200} {
+				o := (at*65536 + len(fx.dirty) - 1) / len(fx.dirty)
+				logProg = append(logProg, 2, byte(o>>8), byte(o), 8)
+			}
+			write("FuzzRepair", "dirty-log-zeroed-"+k, d, logProg)
 			continue
 		}
 		write("FuzzOpen", "valid-"+k, fx.img)
