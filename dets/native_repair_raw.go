@@ -57,6 +57,33 @@ func (p *repairPlan) rawScan() error {
 			levels = append(levels, f.level)
 		}
 	}
+	// cover holds, for each (level l, slot s), the highest seq of the
+	// buckets at level l or deeper whose slots lie under s: the buckets a
+	// split of (l, s) wrote.
+	cover := make(map[uint64]uint64, len(found))
+	for _, f := range found {
+		for _, l := range levels {
+			if l <= f.level {
+				k := authKey(l, uint64(f.slot)&(1<<l-1))
+				cover[k] = max(cover[k], f.seq)
+			}
+		}
+	}
+	// superseded reports whether a newer bucket speaks for keys of f: one
+	// of its (level, slot) or of a split of it, or one of a shallower
+	// level over it (a new tree). Such an f is a stale copy whose tail the
+	// cells allocated since may have overwritten, losing nothing.
+	superseded := func(f rawBucket) bool {
+		if cover[authKey(f.level, uint64(f.slot))] > f.seq {
+			return true
+		}
+		for _, l := range levels {
+			if l < f.level && auth[authKey(l, uint64(f.slot)&(1<<l-1))].seq > f.seq {
+				return true
+			}
+		}
+		return false
+	}
 	// outranked reports whether a bucket other than b (at off with seq)
 	// speaks for the key of hash h with a higher seq; speaks, whether any
 	// bucket speaks for it.
@@ -81,12 +108,15 @@ func (p *repairPlan) rawScan() error {
 		prevEnd = f.off + f.size
 		w := recordWalk{path: p.path, keyPos: p.keyPos, exact: true}
 		mask := uint64(1)<<f.level - 1
+		stale := superseded(f)
 		err := w.walk(p.data[f.off:f.off+f.size], f.off, func(etfOff uint64, n int, h uint64) error {
 			if !nr.rawSlot(h) {
 				return nil
 			}
 			if h&mask != uint64(f.slot) {
-				nr.dropped++
+				if !stale { // in a stale copy: a later cell's record
+					nr.dropped++
+				}
 				return nil
 			}
 			if out, _ := outranked(h, f.seq, f.off); out {
@@ -97,10 +127,9 @@ func (p *repairPlan) rawScan() error {
 		if err != nil {
 			return err
 		}
-		// Records that fail count as dropped only in a bucket that is its
-		// (level, slot)'s newest: an older copy's tail may have been
-		// overwritten by the cells allocated since, which loses nothing.
-		if nr.allRaw && auth[authKey(f.level, uint64(f.slot))].off == f.off {
+		// Records that fail count as dropped only in a bucket no newer
+		// bucket supersedes.
+		if nr.allRaw && auth[authKey(f.level, uint64(f.slot))].off == f.off && !stale {
 			p.countWalk(&w)
 		}
 	}
