@@ -44,8 +44,8 @@ type tuning struct {
 	// on any target.
 	mapSpan int
 	// nativeBudgetRecords, nativeBudgetPending and nativeBudgetShare are
-	// the checkpoint budget of a native epoch (docs/format-native.md
-	// §10.3; nativeAfterWrite): it ends by itself after this many log
+	// the checkpoint budget of a native epoch
+	// (docs/format-native.md §10.3; nativeAfterWrite): it ends by itself after this many log
 	// records, which bounds the replay of a recovery, or when the room its
 	// writes made pending passes max(nativeBudgetPending, the file /
 	// nativeBudgetShare), which bounds what superseded buckets add to the
