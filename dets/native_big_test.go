@@ -2,6 +2,7 @@ package dets
 
 import (
 	"errors"
+	mdl "github.com/godets/godets/internal/model"
 	"io"
 	"math/rand"
 	"os"
@@ -143,13 +144,13 @@ func checkAbove4GiB(t *testing.T, path, when string) {
 }
 
 // nativeChurn runs ops seeded overwrites and deletes on tab and the model.
-func nativeChurn(t *testing.T, tab *Table, m nativeModel, kind Kind, rng *rand.Rand, keys int64, ops int) {
+func nativeChurn(t *testing.T, tab *Table, m *mdl.Model, kind Kind, rng *rand.Rand, keys int64, ops int) {
 	t.Helper()
 	for range ops {
 		key := rng.Int63n(keys)
 		if rng.Intn(5) == 0 {
 			must(t, tab.Delete(etf.Int(key)))
-			delete(m, key)
+			m.Delete(etf.Int(key))
 			continue
 		}
 		size := rng.Intn(90)
@@ -158,7 +159,7 @@ func nativeChurn(t *testing.T, tab *Table, m nativeModel, kind Kind, rng *rand.R
 		}
 		obj := etf.Tuple{etf.Int(key), etf.Int(rng.Intn(3)), etf.Binary(randBytes(rng, size))}
 		must(t, tab.Insert(obj))
-		m.insert(kind, obj)
+		m.Insert(obj)
 	}
 }
 

@@ -47,7 +47,7 @@ func TestNativeGrowModel(t *testing.T) {
 			path := tmpFile(t, "grow.dets")
 			opts := Options{Kind: kind, Format: Native}
 			tab := openT(t, path, opts)
-			m := nativeModel{}
+			m := newModel(kind)
 			present, peak := 0, 0
 			for round := range 7 {
 				inserts := 9 // of 10: four rounds that grow, three that shrink the content
@@ -62,24 +62,24 @@ func TestNativeGrowModel(t *testing.T) {
 						if rng.Intn(500) == 0 {
 							obj[2] = etf.Binary(make([]byte, 3000)) // a bucket in a buddy block
 						}
-						if len(m[key]) == 0 {
+						if len(m.Lookup(etf.Int(key))) == 0 {
 							present++
 						}
 						must(t, tab.Insert(obj))
-						m.insert(kind, obj)
+						m.Insert(obj)
 						peak = max(peak, present)
-					case r < 9 || len(m[key]) == 0:
-						if len(m[key]) > 0 {
+					case r < 9 || len(m.Lookup(etf.Int(key))) == 0:
+						if len(m.Lookup(etf.Int(key))) > 0 {
 							present--
 						}
 						must(t, tab.Delete(etf.Int(key)))
-						delete(m, key)
+						m.Delete(etf.Int(key))
 					default:
-						objs := m[key]
+						objs := m.Lookup(etf.Int(key))
 						obj := objs[rng.Intn(len(objs))]
 						must(t, tab.DeleteObject(obj))
-						m[key] = slices.DeleteFunc(objs, func(o etf.Term) bool { return etf.CompareExact(o, obj) == 0 })
-						if len(m[key]) == 0 {
+						m.DeleteObject(obj)
+						if len(m.Lookup(etf.Int(key))) == 0 {
 							present--
 						}
 					}

@@ -3,6 +3,7 @@ package dets
 import (
 	"bytes"
 	"errors"
+	mdl "github.com/godets/godets/internal/model"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -16,12 +17,12 @@ import (
 // returns a copy of its file taken while the table was still open with
 // unsynced writes (what a kill -9 leaves: every written byte, no Close),
 // the model of the acknowledged state at that moment, and the key range.
-func nativeKilled(t *testing.T, rng *rand.Rand, kind Kind, rounds, opsPerRound int) (string, nativeModel, int64) {
+func nativeKilled(t *testing.T, rng *rand.Rand, kind Kind, rounds, opsPerRound int) (string, *mdl.Model, int64) {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "live.dets")
 	tab := openT(t, path, Options{Kind: kind, Format: Native})
-	m := nativeModel{}
+	m := newModel(kind)
 	const keys = 600
 	for round := range rounds {
 		for range opsPerRound {
@@ -44,7 +45,7 @@ func nativeKilled(t *testing.T, rng *rand.Rand, kind Kind, rounds, opsPerRound i
 
 // nativeRandomOp applies one random insert, delete or object delete to
 // tab and to the model m.
-func nativeRandomOp(t *testing.T, rng *rand.Rand, tab *Table, kind Kind, m nativeModel, keys int64) {
+func nativeRandomOp(t *testing.T, rng *rand.Rand, tab *Table, kind Kind, m *mdl.Model, keys int64) {
 	t.Helper()
 	key := rng.Int63n(keys)
 	switch r := rng.Intn(10); {
@@ -55,18 +56,18 @@ func nativeRandomOp(t *testing.T, rng *rand.Rand, tab *Table, kind Kind, m nativ
 		}
 		obj := etf.Tuple{etf.Int(key), etf.Int(rng.Intn(3)), etf.Binary(make([]byte, size))}
 		must(t, tab.Insert(obj))
-		m.insert(kind, obj)
+		m.Insert(obj)
 	case r < 9:
 		must(t, tab.Delete(etf.Int(key)))
-		delete(m, key)
+		m.Delete(etf.Int(key))
 	default:
-		objs := m[key]
+		objs := m.Lookup(etf.Int(key))
 		if len(objs) == 0 {
 			return
 		}
 		obj := objs[rng.Intn(len(objs))]
 		must(t, tab.DeleteObject(obj))
-		m[key] = slices.DeleteFunc(objs, func(o etf.Term) bool { return etf.CompareExact(o, obj) == 0 })
+		m.DeleteObject(obj)
 	}
 }
 
@@ -237,8 +238,8 @@ func TestNativeRecoverCut(t *testing.T) {
 				}
 				got, err := tab.Lookup(etf.Int(key))
 				must(t, err)
-				if len(got) != len(m[key]) {
-					t.Fatalf("Lookup(%d): %d objects, want %d", key, len(got), len(m[key]))
+				if len(got) != len(m.Lookup(etf.Int(key))) {
+					t.Fatalf("Lookup(%d): %d objects, want %d", key, len(got), len(m.Lookup(etf.Int(key))))
 				}
 			}
 			must(t, tab.Check())
@@ -384,11 +385,11 @@ func TestNativeRecoverGrowth(t *testing.T) {
 		// A pending budget above what the epoch writes: no checkpoint of
 		// its own may end the epoch before the growth steps.
 		tab := openT(t, path, withTuning(Options{Kind: kind, Format: Native}, func(tn *tuning) { tn.nativeBudgetPending = 8 << 20 }))
-		m := nativeModel{}
+		m := newModel(kind)
 		for i := range 1500 {
 			obj := etf.Tuple{etf.Int(int64(i)), etf.Int(rng.Intn(3)), etf.Binary(make([]byte, rng.Intn(30)))}
 			must(t, tab.Insert(obj))
-			m.insert(kind, obj)
+			m.Insert(obj)
 		}
 		must(t, tab.Sync())
 		for range 2500 { // past 2,048 keys: growth steps in this epoch
@@ -397,7 +398,7 @@ func TestNativeRecoverGrowth(t *testing.T) {
 		for i := 1500; i < 3000; i++ {
 			obj := etf.Tuple{etf.Int(int64(i)), etf.Int(0), bin("g")}
 			must(t, tab.Insert(obj))
-			m.insert(kind, obj)
+			m.Insert(obj)
 		}
 		grown, err := tab.Info()
 		must(t, err)

@@ -3,6 +3,7 @@ package dets
 import (
 	"bytes"
 	"errors"
+	mdl "github.com/godets/godets/internal/model"
 	"math/rand"
 	"os"
 	"slices"
@@ -69,12 +70,13 @@ func nativeRecords(t *testing.T, data []byte) []nativeRecord {
 	return out
 }
 
-// recordsModel groups records by key, in file order within each key.
-func recordsModel(recs []nativeRecord, skip map[int]bool) nativeModel {
-	m := nativeModel{}
+// recordsModel groups records by key, in file order within each key (a
+// duplicate_bag model appends every record it is given).
+func recordsModel(recs []nativeRecord, skip map[int]bool) *mdl.Model {
+	m := mdl.New(mdl.DuplicateBag, 1)
 	for i, r := range recs {
 		if !skip[i] {
-			m[r.key] = append(m[r.key], r.obj)
+			m.Insert(r.obj)
 		}
 	}
 	return m
@@ -275,20 +277,13 @@ func TestNativeDamageEveryBit(t *testing.T) {
 	rng := rand.New(rand.NewSource(testSeed(t)))
 	base := tmpFile(t, "base.dets")
 	tab := openT(t, base, Options{Kind: Set, Format: Native})
-	snap := []nativeModel{}
-	model := nativeModel{}
-	clone := func(m nativeModel) nativeModel {
-		c := nativeModel{}
-		for k, v := range m {
-			c[k] = slices.Clone(v)
-		}
-		return c
-	}
+	snap := []*mdl.Model{}
+	model := newModel(Set)
 	const keys = 400
 	for i := range 300 {
 		obj := tup(etf.Int(int64(i%keys)), etf.Binary(randBytes(rng, rng.Intn(20))))
 		must(t, tab.Insert(obj))
-		model.insert(Set, obj)
+		model.Insert(obj)
 		if i == 150 {
 			must(t, tab.Close())
 			tab = openT(t, base, Options{})
@@ -297,12 +292,12 @@ func TestNativeDamageEveryBit(t *testing.T) {
 	must(t, tab.Sync())
 	// An epoch of 40 single-record groups: snapshot j is the state after
 	// j of them.
-	snap = append(snap, clone(model))
+	snap = append(snap, model.Clone())
 	for range 40 {
 		obj := tup(etf.Int(rng.Int63n(keys)), etf.Binary(randBytes(rng, rng.Intn(20))))
 		must(t, tab.Insert(obj))
-		model.insert(Set, obj)
-		snap = append(snap, clone(model))
+		model.Insert(obj)
+		snap = append(snap, model.Clone())
 	}
 	open := readFileT(t, base) // the writer killed here: the log holds 40 records
 	gen := tab.nat.meta.gen
@@ -323,16 +318,16 @@ func TestNativeDamageEveryBit(t *testing.T) {
 		name     string
 		img      []byte
 		off, len uint64
-		want     func(bit int) nativeModel // the state a repair must give
+		want     func(bit int) *mdl.Model // the state a repair must give
 	}
 	final := snap[len(snap)-1]
 	head := nativeLogHead(gen)
 	regions := []region{
-		{"superblock", closed, 0, nativeSuperSize, func(int) nativeModel { return final }},
-		{"meta A", closed, nativeMetaAOff, nativeMetaSize, func(int) nativeModel { return final }},
-		{"meta B", closed, nativeMetaBOff, nativeMetaSize, func(int) nativeModel { return final }},
-		{"free record", closed, m.freeOff, m.freeLen, func(int) nativeModel { return final }},
-		{"log head", open, head, nativeLogHeader + 42*nativeLogRecord, func(bit int) nativeModel {
+		{"superblock", closed, 0, nativeSuperSize, func(int) *mdl.Model { return final }},
+		{"meta A", closed, nativeMetaAOff, nativeMetaSize, func(int) *mdl.Model { return final }},
+		{"meta B", closed, nativeMetaBOff, nativeMetaSize, func(int) *mdl.Model { return final }},
+		{"free record", closed, m.freeOff, m.freeLen, func(int) *mdl.Model { return final }},
+		{"log head", open, head, nativeLogHeader + 42*nativeLogRecord, func(bit int) *mdl.Model {
 			b := bit / 8
 			if b < nativeLogHeader {
 				return snap[0]
@@ -388,14 +383,14 @@ func TestNativeDamageEveryBit(t *testing.T) {
 }
 
 // checkModelQuiet is checkModel with the damaged region in the message.
-func checkModelQuiet(t *testing.T, tab *Table, m nativeModel, keys int64, name string, bit int) {
+func checkModelQuiet(t *testing.T, tab *Table, m *mdl.Model, keys int64, name string, bit int) {
 	t.Helper()
 	for key := range keys {
 		got, err := tab.Lookup(etf.Int(key))
 		if err != nil {
 			t.Fatalf("%s bit %d: Lookup(%d): %v", name, bit, key, err)
 		}
-		want := m[key]
+		want := m.Lookup(etf.Int(key))
 		if len(got) != len(want) || (len(got) == 1 && etf.CompareExact(got[0], want[0]) != 0) {
 			t.Fatalf("%s bit %d: Lookup(%d) = %v, want %v", name, bit, key, got, want)
 		}

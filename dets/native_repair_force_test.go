@@ -24,7 +24,7 @@ func TestNativeForceRepairNotClosed(t *testing.T) {
 			for range 50 {
 				obj := etf.Tuple{etf.Int(rng.Int63n(keys)), etf.Int(9), etf.Binary(randBytes(rng, rng.Intn(30)))}
 				must(t, tab.Insert(obj))
-				m.insert(kind, obj)
+				m.Insert(obj)
 			}
 			killed := tmpFile(t, "killed.dets")
 			img := readFileT(t, path) // the writer still open: its log passes
@@ -49,7 +49,7 @@ func TestNativeForceRepairNotClosed(t *testing.T) {
 			v := recs[victim]
 			img[v.etfOff+3] ^= 0x5a
 			must(t, os.WriteFile(killed, img, 0o644))
-			m[v.key] = removeExact(m[v.key], v.obj)
+			m.DeleteOne(v.obj)
 
 			var st RepairStats
 			setForTest(t, &repairFile, func(path string, opts Options, h *header) error {
@@ -68,14 +68,4 @@ func TestNativeForceRepairNotClosed(t *testing.T) {
 			}
 		})
 	}
-}
-
-// removeExact returns objs without the first object exactly equal to o.
-func removeExact(objs []etf.Term, o etf.Term) []etf.Term {
-	for i, x := range objs {
-		if etf.CompareExact(x, o) == 0 {
-			return append(objs[:i:i], objs[i+1:]...)
-		}
-	}
-	return objs
 }

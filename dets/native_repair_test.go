@@ -2,6 +2,7 @@ package dets
 
 import (
 	"errors"
+	mdl "github.com/godets/godets/internal/model"
 	"math/rand"
 	"os"
 	"slices"
@@ -13,10 +14,10 @@ import (
 // fillNative writes a seeded workload of inserts, overwrites and deletes
 // into a new native table of kind at path and returns the model of what it
 // holds; the table is left open.
-func fillNative(t *testing.T, path string, kind Kind, rng *rand.Rand, keys int64, ops int) (*Table, nativeModel) {
+func fillNative(t *testing.T, path string, kind Kind, rng *rand.Rand, keys int64, ops int) (*Table, *mdl.Model) {
 	t.Helper()
 	tab := openT(t, path, Options{Kind: kind, Format: Native})
-	m := nativeModel{}
+	m := newModel(kind)
 	for range ops {
 		key := rng.Int63n(keys)
 		switch r := rng.Intn(10); {
@@ -27,10 +28,10 @@ func fillNative(t *testing.T, path string, kind Kind, rng *rand.Rand, keys int64
 			}
 			obj := etf.Tuple{etf.Int(key), etf.Int(rng.Intn(3)), etf.Binary(randBytes(rng, size))}
 			must(t, tab.Insert(obj))
-			m.insert(kind, obj)
+			m.Insert(obj)
 		default:
 			must(t, tab.Delete(etf.Int(key)))
-			delete(m, key)
+			m.Delete(etf.Int(key))
 		}
 	}
 	return tab, m
@@ -45,7 +46,7 @@ func randBytes(rng *rand.Rand, n int) []byte {
 // checkRepaired opens the repaired file and compares it with the model; it
 // also checks the new file's meta: generation 1, verified at 1, and a seq
 // above minSeq.
-func checkRepaired(t *testing.T, path string, m nativeModel, keys int64, minSeq uint64) {
+func checkRepaired(t *testing.T, path string, m *mdl.Model, keys int64, minSeq uint64) {
 	t.Helper()
 	tab := openT(t, path, Options{Repair: NoRepair})
 	checkModel(t, tab, m, keys)
@@ -82,7 +83,7 @@ func TestNativeRepairKeepsAll(t *testing.T) {
 				t.Errorf("last progress report %+v; stats %+v", last, st)
 			}
 			objects := 0
-			for _, o := range m {
+			for o := range m.ByKey() {
 				objects += len(o)
 			}
 			if st.ObjectsFound != int64(objects) || st.ObjectsDropped != 0 || st.Objects != int64(objects) || st.NodesDamaged != 0 {
@@ -133,7 +134,7 @@ func TestNativeForceRepairOpen(t *testing.T) {
 		t.Fatalf("ForceRepair left meta gen %d verified %d", tab.nat.meta.gen, tab.nat.meta.verifiedGen)
 	}
 	must(t, tab.Insert(tup(etf.Int(5000), bin("after"))))
-	m.insert(Set, tup(etf.Int(5000), bin("after")))
+	m.Insert(tup(etf.Int(5000), bin("after")))
 	must(t, tab.Close())
 	tab = openT(t, path, Options{Repair: NoRepair})
 	checkModel(t, tab, m, 5001)
@@ -160,12 +161,12 @@ func TestNativeRepairKilledWriter(t *testing.T) {
 				key := rng.Int63n(keys)
 				if rng.Intn(4) == 0 {
 					must(t, tab.Delete(etf.Int(key)))
-					delete(m, key)
+					m.Delete(etf.Int(key))
 					continue
 				}
 				obj := etf.Tuple{etf.Int(key), etf.Int(7), etf.Binary(randBytes(rng, rng.Intn(30)))}
 				must(t, tab.Insert(obj))
-				m.insert(kind, obj)
+				m.Insert(obj)
 			}
 			killed := tmpFile(t, "killed.dets")
 			must(t, os.WriteFile(killed, readFileT(t, path), 0o644))

@@ -2,6 +2,7 @@ package dets
 
 import (
 	"errors"
+	mdl "github.com/godets/godets/internal/model"
 	"math/rand"
 	"os"
 	"slices"
@@ -11,9 +12,9 @@ import (
 )
 
 // modelObjects is every object of m, sorted by CompareExact.
-func modelObjects(m nativeModel) []etf.Term {
+func modelObjects(m *mdl.Model) []etf.Term {
 	var out []etf.Term
-	for _, objs := range m {
+	for objs := range m.ByKey() {
 		out = append(out, objs...)
 	}
 	slices.SortFunc(out, etf.CompareExact)
@@ -39,7 +40,7 @@ func sameObjects(t *testing.T, what string, got, want []etf.Term) {
 // checkTraversals compares every traversal of tab with the model: All,
 // RawAll, Keys, First/Next, a Select and a MatchObject that scan, and
 // Stats' counts.
-func checkTraversals(t *testing.T, tab *Table, m nativeModel) {
+func checkTraversals(t *testing.T, tab *Table, m *mdl.Model) {
 	t.Helper()
 	want := modelObjects(m)
 	var all, raw []etf.Term
@@ -56,7 +57,7 @@ func checkTraversals(t *testing.T, tab *Table, m nativeModel) {
 	}
 	sameObjects(t, "RawAll", raw, want)
 	wantKeys := 0
-	for _, objs := range m {
+	for objs := range m.ByKey() {
 		if len(objs) > 0 {
 			wantKeys++
 		}
@@ -109,14 +110,14 @@ func TestNativeTraversal(t *testing.T) {
 			path := tmpFile(t, "scan.dets")
 			opts := Options{Kind: kind, Format: Native}
 			tab := openT(t, path, opts)
-			m := nativeModel{}
+			m := newModel(kind)
 			const keys = 5000
 			for round := range 4 {
 				for range 3000 {
 					key := rng.Int63n(keys)
 					if rng.Intn(4) == 0 && round > 1 {
 						must(t, tab.Delete(etf.Int(key)))
-						delete(m, key)
+						m.Delete(etf.Int(key))
 						continue
 					}
 					size := rng.Intn(30)
@@ -125,7 +126,7 @@ func TestNativeTraversal(t *testing.T) {
 					}
 					obj := etf.Tuple{etf.Int(key), etf.Int(rng.Intn(3)), etf.Binary(make([]byte, size))}
 					must(t, tab.Insert(obj))
-					m.insert(kind, obj)
+					m.Insert(obj)
 				}
 				checkTraversals(t, tab, m)
 				must(t, tab.Close())

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	mdl "github.com/godets/godets/internal/model"
 	"math/rand"
 	"os"
-	"slices"
 	"testing"
 
 	"github.com/godets/godets/etf"
@@ -21,25 +21,9 @@ func forEachFormat(t *testing.T, f func(t *testing.T, format Format)) {
 	}
 }
 
-// nativeModel is what a table of kind k must hold: per key, its objects in order.
-type nativeModel map[int64][]etf.Term
-
-func (m nativeModel) insert(k Kind, obj etf.Tuple) {
-	key := int64(obj[0].(etf.Int))
-	switch k {
-	case Set:
-		m[key] = []etf.Term{obj}
-	case Bag:
-		objs := slices.DeleteFunc(m[key], func(o etf.Term) bool { return etf.CompareExact(o, obj) == 0 })
-		m[key] = append(objs, obj)
-	case DuplicateBag:
-		m[key] = append(m[key], obj)
-	}
-}
-
 // checkModel compares every key of the model (and a few absent ones) with
 // tab, and the counts.
-func checkModel(t *testing.T, tab *Table, m nativeModel, keys int64) {
+func checkModel(t *testing.T, tab *Table, m *mdl.Model, keys int64) {
 	t.Helper()
 	objects := 0
 	for key := range keys {
@@ -47,7 +31,7 @@ func checkModel(t *testing.T, tab *Table, m nativeModel, keys int64) {
 		if err != nil {
 			t.Fatalf("Lookup(%d): %v", key, err)
 		}
-		want := m[key]
+		want := m.Lookup(etf.Int(key))
 		objects += len(want)
 		if len(got) != len(want) {
 			t.Fatalf("Lookup(%d): %d objects %v, want %d %v", key, len(got), got, len(want), want)
@@ -63,7 +47,7 @@ func checkModel(t *testing.T, tab *Table, m nativeModel, keys int64) {
 		t.Fatal(err)
 	}
 	nkeys := 0
-	for _, objs := range m {
+	for objs := range m.ByKey() {
 		if len(objs) > 0 {
 			nkeys++
 		}
@@ -85,7 +69,7 @@ func TestNativeModel(t *testing.T) {
 			path := tmpFile(t, "model.dets")
 			opts := Options{Kind: kind, Format: Native}
 			tab := openT(t, path, opts)
-			m := nativeModel{}
+			m := newModel(kind)
 			const keys = 3000
 			for round := range 6 {
 				for range 2000 {
@@ -98,18 +82,18 @@ func TestNativeModel(t *testing.T) {
 						}
 						obj := etf.Tuple{etf.Int(key), etf.Int(rng.Intn(3)), etf.Binary(make([]byte, size))}
 						must(t, tab.Insert(obj))
-						m.insert(kind, obj)
+						m.Insert(obj)
 					case r < 9:
 						must(t, tab.Delete(etf.Int(key)))
-						delete(m, key)
+						m.Delete(etf.Int(key))
 					default:
-						objs := m[key]
+						objs := m.Lookup(etf.Int(key))
 						if len(objs) == 0 {
 							continue
 						}
 						obj := objs[rng.Intn(len(objs))]
 						must(t, tab.DeleteObject(obj))
-						m[key] = slices.DeleteFunc(objs, func(o etf.Term) bool { return etf.CompareExact(o, obj) == 0 })
+						m.DeleteObject(obj)
 					}
 				}
 				checkModel(t, tab, m, keys)

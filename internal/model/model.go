@@ -126,6 +126,21 @@ func (m *Model) DeleteObject(obj etf.Term) {
 	}
 }
 
+// DeleteOne removes the first object identical to obj: one copy of a
+// duplicate_bag's object, as a repair drops when one record is damaged.
+func (m *Model) DeleteOne(obj etf.Term) {
+	k := m.keyEnc(obj)
+	l := m.keys[k]
+	i := slices.IndexFunc(l, func(x etf.Term) bool { return etf.Equal(x, obj) })
+	switch {
+	case i < 0:
+	case len(l) == 1:
+		delete(m.keys, k)
+	default:
+		m.keys[k] = append(l[:i:i], l[i+1:]...)
+	}
+}
+
 // DeleteAllObjects empties the table.
 func (m *Model) DeleteAllObjects() { clear(m.keys) }
 

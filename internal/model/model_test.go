@@ -113,3 +113,25 @@ func TestTermsAndByKey(t *testing.T) {
 		break // an early stop must not panic
 	}
 }
+
+// TestDeleteOne: one copy goes, the first, and the others stay in order;
+// the last copy takes its key with it; a snapshot taken before is untouched.
+func TestDeleteOne(t *testing.T) {
+	a1, a2 := tu(etf.Int(1), etf.Atom("a")), tu(etf.Int(1), etf.Atom("b"))
+	m := New(DuplicateBag, 1)
+	m.Insert(a1, a2, a1)
+	before := m.Clone()
+	m.DeleteOne(a1)
+	if got := m.Lookup(etf.Int(1)); !slices.EqualFunc(got, []etf.Term{a2, a1}, etf.Equal) {
+		t.Fatalf("after one DeleteOne: %v", got)
+	}
+	m.DeleteOne(tu(etf.Int(1), etf.Atom("absent")))
+	m.DeleteOne(a1)
+	m.DeleteOne(a2)
+	if m.NumKeys() != 0 || m.Len() != 0 {
+		t.Fatalf("the last copy left key %v (%d keys)", m.Keys(), m.NumKeys())
+	}
+	if before.Len() != 3 {
+		t.Fatalf("DeleteOne changed a clone: %d objects", before.Len())
+	}
+}
