@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/godets/godets/etf"
 )
@@ -98,11 +97,11 @@ var String = Codec[string]{
 		return "", mismatch("binary", t)
 	},
 	borrow: func(s string) (etf.Term, error) {
-		return etf.Binary(unsafe.Slice(unsafe.StringData(s), len(s))), nil
+		return etf.Binary(bytesView(s)), nil
 	},
 	adopt: func(t etf.Term) (string, error) {
 		if b, ok := t.(etf.Binary); ok {
-			return unsafe.String(unsafe.SliceData(b), len(b)), nil
+			return stringView(b), nil
 		}
 		return "", mismatch("binary", t)
 	},

@@ -5,7 +5,6 @@ import (
 	"math"
 	"sync"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // The direct path: built-in codecs, and tuples and records made of them,
@@ -119,7 +118,7 @@ func (a *arena) str(b []byte) string {
 		return string(b)
 	}
 	c := a.bytes(b)
-	return unsafe.String(unsafe.SliceData(c), len(c))
+	return stringView(c)
 }
 
 // appendIntRaw writes v as etf.Encode writes the etf.Int or *etf.BigInt

@@ -2,7 +2,6 @@ package kinds
 
 import (
 	"encoding/binary"
-	"unsafe"
 
 	"github.com/godets/godets/etf"
 )
@@ -105,7 +104,7 @@ func (b *base[K, V]) directPair(obj []byte, a *arena) (K, V, bool) {
 	if b.strings {
 		if k, v, ok := directStrings(obj, a); ok {
 			// K and V are string (b.strings says so).
-			return *(*K)(unsafe.Pointer(&k)), *(*V)(unsafe.Pointer(&v)), true
+			return castString[K](k), castString[V](v), true
 		}
 	}
 	k, kn, ok := b.kc.readRaw(obj[3:], a)
@@ -140,7 +139,7 @@ func directStrings(obj []byte, a *arena) (string, string, bool) {
 		return a.str(obj[8 : 8+kl]), a.str(obj[13+kl:]), true
 	}
 	data := a.bytes(obj[8:]) // one copy, never written again: key and value are parts of it
-	return unsafe.String(&data[0], kl), unsafe.String(&data[kl+5], vl), true
+	return stringView(data[:kl]), stringView(data[kl+5 : kl+5+vl]), true
 }
 
 // termOf decodes an object that dets handed out (so it decodes) for the
