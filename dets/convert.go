@@ -22,6 +22,10 @@ type ConvertOptions struct {
 	// Force replaces an existing destination; without it an existing
 	// destination gives an error matching fs.ErrExist.
 	Force bool
+
+	// tune is the source table's tuning (nil: defaultTuning); tests lower
+	// its otp9SizeLimit.
+	tune *tuning
 }
 
 // ConvertStats describes a finished conversion.
@@ -72,10 +76,6 @@ func groupDigits(n uint64) string {
 	return s
 }
 
-// convertSizeLimit is where an otp9 file must end; tests lower it to reach
-// the file-size refusal with a small table.
-var convertSizeLimit int64 = allocLimit
-
 // Convert writes the table at src into a new file dst in format to,
 // losslessly: every object, each key's objects in their order, the kind,
 // key position and slot bounds. The result is built in dst+".TMP",
@@ -111,7 +111,7 @@ func Convert(src, dst string, to Format, opts ConvertOptions) (ConvertStats, err
 		return st, err
 	}
 	defer claim.release()
-	t, err := Open(src, Options{ReadOnly: opts.Repair == NoRepair, Repair: opts.Repair})
+	t, err := Open(src, Options{ReadOnly: opts.Repair == NoRepair, Repair: opts.Repair, tune: opts.tune})
 	if err != nil {
 		return st, err
 	}
@@ -281,8 +281,8 @@ func convertToOTP9(t *Table, srcPath, dst string, st *ConvertStats) error {
 		return corrupt(srcPath, "meta", t.nat.metaOff, "counts %d objects and %d keys, the buckets hold %d and %d", h.noObjects, h.noKeys, objects, keys)
 	}
 	need := otp9SizeBound(next, sizes, int64(objBytes), objects)
-	if need > uint64(convertSizeLimit) {
-		return &FormatLimitError{Path: srcPath, What: "file size", Need: need, Limit: uint64(convertSizeLimit), Unit: "bytes"}
+	if limit := uint64(t.tune.otp9SizeLimit); need > limit {
+		return &FormatLimitError{Path: srcPath, What: "file size", Need: need, Limit: limit, Unit: "bytes"}
 	}
 	sizes = nil
 	// The repair pipeline's sort reads each object's length from the
@@ -290,7 +290,7 @@ func convertToOTP9(t *Table, srcPath, dst string, st *ConvertStats) error {
 	// framing, <<Size:32, ETF>>; the limit check above bounds this
 	// buffer by otp9's file size.
 	staged := make([]byte, 0, objBytes)
-	p := &repairPlan{repairParams: repairParams{fs: OSFS{}, path: dst, tune: (&Options{}).tuned()},
+	p := &repairPlan{repairParams: repairParams{fs: OSFS{}, path: dst, tune: t.tune},
 		kind: t.kind, keyPos: t.keyPos, minSlots: uint32(minS), maxSlots: uint32(maxS), trusted: true,
 		next: int64(next), m: uint32(m), n: uint32(n)}
 	p.idx = &entryIndex{fs: p.fs, path: sortPath(dst), limit: p.tune.repairMemEntries,

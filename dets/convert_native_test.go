@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/godets/godets/etf"
-	"github.com/godets/godets/internal/testhook"
 )
 
 // nonCanonical is {K, V} with both integers as INTEGER_EXT, which
@@ -25,7 +24,7 @@ func nonCanonical(k, v byte) []byte {
 // (encoded anew, so the native key hash finds them) next to canonical
 // ones, and with the index spilled to DST.TMP.sort (removed after).
 func TestConvertToNativeStreams(t *testing.T) {
-	setForTest(t, &testhook.RepairMemEntries, 500)
+	smallIndex := ConvertOptions{tune: withTuning(Options{}, func(tn *tuning) { tn.repairMemEntries = 500 }).tune}
 	dir := t.TempDir()
 	src, dst := filepath.Join(dir, "o.dets"), filepath.Join(dir, "n.dets")
 	tab := openT(t, src, Options{Kind: Bag})
@@ -42,7 +41,7 @@ func TestConvertToNativeStreams(t *testing.T) {
 	if !bytes.Contains(readFileT(t, src), nonCanonical(7, 3)) {
 		t.Fatal("the source does not hold the encodings as given")
 	}
-	st, err := Convert(src, dst, Native, ConvertOptions{})
+	st, err := Convert(src, dst, Native, smallIndex)
 	must(t, err)
 	if st.Objects != 2*keys+600 || st.Keys != keys+200 || !st.ExternalSort {
 		t.Fatalf("stats %+v, want %d objects, %d keys, an external sort", st, 2*keys+600, keys+200)

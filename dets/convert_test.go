@@ -13,7 +13,6 @@ import (
 
 	"github.com/godets/godets/etf"
 	"github.com/godets/godets/internal/otptest"
-	"github.com/godets/godets/internal/testhook"
 )
 
 // convertObjects returns seeded objects for kind k: 150 keys, a bag or
@@ -226,10 +225,10 @@ func TestConvertLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := convertSizeLimit
-	t.Cleanup(func() { convertSizeLimit = old })
-	convertSizeLimit = 20_000
-	_, err = Convert(n, b, OTP9, ConvertOptions{})
+	limited := func(limit int64) ConvertOptions {
+		return ConvertOptions{tune: withTuning(Options{}, func(tn *tuning) { tn.otp9SizeLimit = limit }).tune}
+	}
+	_, err = Convert(n, b, OTP9, limited(20_000))
 	var fe *FormatLimitError
 	if !errors.Is(err, ErrFormatLimit) || !errors.As(err, &fe) || fe.What != "file size" || fe.Limit != 20_000 || fe.Need <= 20_000 {
 		t.Fatalf("Convert past the size limit: %v, want a *FormatLimitError on the file size", err)
@@ -248,8 +247,7 @@ func TestConvertLimits(t *testing.T) {
 	}
 	// The estimate is not far above the real file: at the limit it
 	// computed, the conversion goes through and the file fits.
-	convertSizeLimit = int64(fe.Need)
-	if _, err := Convert(n, b, OTP9, ConvertOptions{}); err != nil {
+	if _, err := Convert(n, b, OTP9, limited(int64(fe.Need))); err != nil {
 		t.Fatalf("Convert at the computed size: %v", err)
 	}
 	if fi, err := os.Stat(b); err != nil || fi.Size() > int64(fe.Need) {
@@ -425,7 +423,7 @@ func TestConvertLarge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("70,000 objects")
 	}
-	setForTest(t, &testhook.RepairMemEntries, 20_000)
+	smallIndex := ConvertOptions{tune: withTuning(Options{}, func(tn *tuning) { tn.repairMemEntries = 20_000 }).tune}
 	dir := t.TempDir()
 	n, b := filepath.Join(dir, "n.dets"), filepath.Join(dir, "b.dets")
 	tab, err := Open(n, Options{Format: Native, Kind: DuplicateBag, MinSlots: 1 << 16})
@@ -446,7 +444,7 @@ func TestConvertLarge(t *testing.T) {
 	if err := tab.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := Convert(n, b, OTP9, ConvertOptions{})
+	st, err := Convert(n, b, OTP9, smallIndex)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,10 +474,8 @@ func TestConvertLarge(t *testing.T) {
 	}
 	// The size bound is an upper bound: just below the real size, the
 	// conversion is refused.
-	old := convertSizeLimit
-	t.Cleanup(func() { convertSizeLimit = old })
-	convertSizeLimit = fi.Size() - 1
-	if _, err := Convert(n, filepath.Join(dir, "c.dets"), OTP9, ConvertOptions{}); !errors.Is(err, ErrFormatLimit) {
+	limited := ConvertOptions{tune: withTuning(Options{}, func(tn *tuning) { tn.otp9SizeLimit = fi.Size() - 1 }).tune}
+	if _, err := Convert(n, filepath.Join(dir, "c.dets"), OTP9, limited); !errors.Is(err, ErrFormatLimit) {
 		t.Fatalf("Convert with the limit below the real size %d: %v, want ErrFormatLimit", fi.Size(), err)
 	}
 }

@@ -93,7 +93,7 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 	fresh.reset()
 	freed := sc.freed[:0] // at most a segment's worth, kept for reuse
 	oldChanged := false
-	single := splitHashesOf(t, olds, &sc.split)
+	single := t.splitHashesOf(olds, &sc.split)
 	for j := range slotsPerSeg {
 		e := t.entryOf(olds[j])
 		if e.size == 0 {
@@ -208,9 +208,18 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 	return nil
 }
 
-// splitHashesOf is singleKeyHashes; tests replace it to compare a split
-// with and without it.
-var splitHashesOf = (*Table).singleKeyHashes
+// splitHashesOf is singleKeyHashes, unless the table's tuning turns the
+// in-place path off (tests compare a split with and without it).
+func (t *Table) splitHashesOf(ws *[slotsPerSeg]slotWord, s *splitHashes) *splitHashes {
+	if t.tune.noSplitInPlace {
+		return nil
+	}
+	got := t.singleKeyHashes(ws, s)
+	if f := t.tune.splitInPlace; f != nil && got != nil {
+		f(got)
+	}
+	return got
+}
 
 // splitHashes are the key hashes of a segment's one-object buckets that
 // singleKeyHashes could read in place: bit j of ok says hs[j] is slot j's.

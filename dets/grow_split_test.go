@@ -19,24 +19,19 @@ func TestSplitInPlaceIdentical(t *testing.T) {
 	seed := uint64(testSeed(t))
 	hits := 0
 	build := func(inPlace bool) []byte {
-		if inPlace {
-			setForTest(t, &splitHashesOf, func(t *Table, ws *[slotsPerSeg]slotWord, s *splitHashes) *splitHashes {
-				got := t.singleKeyHashes(ws, s)
-				if got != nil {
-					for j := range slotsPerSeg {
-						if _, ok := got.hash(j); ok {
-							hits++
-						}
+		opts := withTuning(Options{Kind: Set}, func(tn *tuning) {
+			tn.noSplitInPlace = !inPlace
+			tn.splitInPlace = func(got *splitHashes) {
+				for j := range slotsPerSeg {
+					if _, ok := got.hash(j); ok {
+						hits++
 					}
 				}
-				return got
-			})
-		} else {
-			setForTest(t, &splitHashesOf, func(*Table, *[slotsPerSeg]slotWord, *splitHashes) *splitHashes { return nil })
-		}
+			}
+		})
 		r := rand.New(rand.NewPCG(seed, 1))
 		path := tmpFile(t, "split.dets")
-		tab, err := Open(path, Options{Kind: Set})
+		tab, err := Open(path, opts)
 		must(t, err)
 		var keys []etf.Term
 		for i := range 6000 {

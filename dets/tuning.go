@@ -63,11 +63,21 @@ type tuning struct {
 	// noTailCompaction leaves the holes of copy-on-write in the file, as
 	// OTP's files have them (compact.go); only tests set it.
 	noTailCompaction bool
+	// otp9SizeLimit is where a file converted to otp9 must end (otp9's
+	// 2 GiB, allocLimit); tests lower it to reach the refusal with small
+	// tables.
+	otp9SizeLimit int64
+	// noSplitInPlace makes a split parse every bucket it moves, never
+	// hashing one-object buckets in place (grow.go); only tests set it,
+	// to compare the two paths.
+	noSplitInPlace bool
 
 	// Test hooks, nil in production: they count what leaves no trace in
 	// the file.
 	blockMoved func() // compactTail moved a block down
 	buildSplit func() // a repair's build ran on two goroutines
+	// splitInPlace: a split hashed these one-object buckets in place.
+	splitInPlace func(*splitHashes)
 }
 
 // defaultTuning is the tuning in force unless a test sets another.
@@ -83,6 +93,7 @@ var defaultTuning = tuning{
 	nativeBudgetRecords:  1 << 16,
 	nativeBudgetPending:  1 << 20,
 	nativeBudgetShare:    4,
+	otp9SizeLimit:        allocLimit,
 }
 
 // repairMemEntriesMax is the default bound of the repair's in-memory index:
