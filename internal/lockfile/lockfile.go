@@ -71,7 +71,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 )
 
 // sidecarPerm is the mode a new sidecar is created with (before umask).
@@ -158,8 +157,7 @@ func newTarget(raw, data string) *Target {
 	b = append(b, SidecarSuffix...)
 	b = append(b, 0)
 	t := &Target{raw: raw, Data: data, dataZ: b[:n+1], sidecarZ: b[n+1:]}
-	// b is never written again, so a string over it is immutable.
-	t.Sidecar = unsafe.String(&t.sidecarZ[0], len(t.sidecarZ)-1)
+	t.Sidecar = stringBeforeNUL(t.sidecarZ)
 	return t
 }
 
