@@ -197,28 +197,11 @@ func convertToOTP9(t *Table, srcPath, dst string, st *ConvertStats) error {
 	next = min(max(next, minS), maxS)
 	m, n := hashParamsFor(next)
 
-	f, err := OSFS{}.OpenFile(srcPath, os.O_RDONLY, 0)
+	data, guard, release, err := mapSource(srcPath)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return err
-	}
-	data, unmap, err := mapFile(f, size)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if unmap != nil {
-			unmap()
-		}
-	}()
-	var guard *mapGuard
-	if unmap != nil {
-		guard = &mapGuard{data: data, src: f, path: srcPath}
-	}
+	defer release()
 	// walk visits every object of the source in order: its slot in the
 	// otp9 table, its ETF bytes, and whether it starts a new key.
 	walk := func(visit func(slot uint64, hash uint32, enc []byte, newKey bool) error) error {

@@ -32,28 +32,11 @@ func convertToNative(t *Table, srcPath, tmp string, st *ConvertStats) error {
 	if err != nil {
 		return err
 	}
-	f, err := OSFS{}.OpenFile(srcPath, os.O_RDONLY, 0)
+	data, guard, release, err := mapSource(srcPath)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return err
-	}
-	data, unmap, err := mapFile(f, size)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if unmap != nil {
-			unmap()
-		}
-	}()
-	var guard *mapGuard
-	if unmap != nil {
-		guard = &mapGuard{data: data, src: f, path: srcPath}
-	}
+	defer release()
 	idx := &entryIndex{fs: OSFS{}, path: sortPath(strings.TrimSuffix(tmp, ".TMP")), limit: t.tune.repairMemEntries,
 		twoLevelMax: t.tune.slotOrderTwoLevelMax, ownLengths: true}
 	defer idx.cleanup()

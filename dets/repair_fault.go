@@ -32,6 +32,36 @@ type mapGuard struct {
 	path string
 }
 
+// mapSource maps the file at path read-only for one pass over all of it
+// (a conversion's source), guarded as a repair's source is. release
+// unmaps and closes it.
+func mapSource(path string) ([]byte, *mapGuard, func(), error) {
+	f, err := OSFS{}.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var data []byte
+	var unmap func() error
+	size, err := f.Size()
+	if err == nil {
+		data, unmap, err = mapFile(f, size)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, nil, err
+	}
+	var guard *mapGuard
+	if unmap != nil {
+		guard = &mapGuard{data: data, src: f, path: path}
+	}
+	return data, guard, func() {
+		if unmap != nil {
+			unmap()
+		}
+		f.Close()
+	}, nil
+}
+
 // run runs fn, turning a fault on a read of the map into a *MapFaultError.
 // Other panics, and faults at other addresses (a nil pointer, say), stay
 // panics.
