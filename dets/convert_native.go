@@ -137,7 +137,7 @@ func convertToNative(t *Table, srcPath, tmp string, st *ConvertStats) error {
 	}
 	nb, err := newNativeBuilder(out, tmp, newNativeSuper(t.kind, t.keyPos, lo, hi, 0), next, 0)
 	if err == nil {
-		err = guard.run(func() error { return streamNative(nb, order, data, staged, t.kind, t.keyPos) })
+		err = guard.run(func() error { return streamNative(nb, order, data, staged, t.kind, t.keyPos, nil) })
 	}
 	if err == nil {
 		_, err = nb.finish()
@@ -158,48 +158,4 @@ func convertToNative(t *Table, srcPath, tmp string, st *ConvertStats) error {
 	st.Objects, st.Keys = int64(objects), int64(keys)
 	st.MinSlots, st.MaxSlots = lo, hi
 	return nil
-}
-
-// streamNative feeds the sorted index to nb: per native slot, the kind's
-// insert rule over its objects in index order, then the bucket. An
-// entry's bytes are in data, or in staged from len(data) on.
-func streamNative(nb *nativeBuilder, order entryIter, data, staged []byte, kind Kind, keyPos int) error {
-	sb := slotBuilder{data: data, kind: kind, keyPos: keyPos}
-	cur := int64(-1)
-	flush := func() error {
-		if cur < 0 || len(sb.groups) == 0 {
-			return nil
-		}
-		err := nb.addBucket(uint64(cur), sb.groups)
-		clear(sb.groups)
-		sb.groups = sb.groups[:0]
-		clear(sb.slab)
-		sb.slab = sb.slab[:0]
-		return err
-	}
-	for {
-		e, es, ok, err := order.next()
-		if err != nil {
-			return err
-		}
-		if !ok || int64(es) != cur {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		if !ok {
-			return nil
-		}
-		cur = int64(es)
-		src, off := data, e.off
-		if off >= uint64(len(data)) {
-			src, off = staged, off-uint64(len(data))
-		}
-		if off+uint64(e.n) > uint64(len(src)) {
-			return fmt.Errorf("dets: convert: index entry beyond its source")
-		}
-		if err := sb.insert(src[off:off+uint64(e.n)], e.off); err != nil {
-			return err
-		}
-	}
 }

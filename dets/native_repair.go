@@ -531,43 +531,14 @@ func (p *repairPlan) nativeBuildInto(out File) error {
 	if err != nil {
 		return err
 	}
-	sb := slotBuilder{data: p.data, kind: p.kind, keyPos: p.keyPos}
-	cur := int64(-1)
 	var done int64
-	flush := func() error {
-		if cur < 0 || len(sb.groups) == 0 {
-			return nil
-		}
-		err := nb.addBucket(uint64(cur), sb.groups)
-		clear(sb.groups)
-		sb.groups = sb.groups[:0]
-		clear(sb.slab)
-		sb.slab = sb.slab[:0]
-		return err
-	}
-	for {
-		e, es, ok, err := p.order.next()
-		if err != nil {
-			return err
-		}
-		if !ok || int64(es) != cur {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		if !ok {
-			break
-		}
-		cur = int64(es)
-		if e.off+uint64(e.n) > uint64(len(p.data)) {
-			return fmt.Errorf("dets: repair index entry beyond the file")
-		}
-		if err := sb.insert(p.data[e.off:e.off+uint64(e.n)], e.off); err != nil {
-			return err
-		}
+	err = streamNative(nb, p.order, p.data, nil, p.kind, p.keyPos, func() {
 		if done++; p.progress != nil && done%(1<<16) == 0 {
 			p.progress(RepairProgress{Phase: "write", BytesScanned: p.size, BytesTotal: p.size, Objects: done})
 		}
+	})
+	if err != nil {
+		return err
 	}
 	if _, err := nb.finish(); err != nil {
 		return err
@@ -588,4 +559,53 @@ func (t *Table) removeRepairLeftovers() {
 	}
 	t.fsys.Remove(tmpPath(t.path))
 	t.fsys.Remove(sortPath(t.path))
+}
+
+// streamNative feeds the sorted index to nb, for a repair and a
+// conversion: per native slot, the kind's insert rule over its objects in
+// index order, then the bucket. An entry's bytes are in data, or in staged
+// from len(data) on (a conversion's objects encoded anew). each, if set,
+// is called after every object.
+func streamNative(nb *nativeBuilder, order entryIter, data, staged []byte, kind Kind, keyPos int, each func()) error {
+	sb := slotBuilder{data: data, kind: kind, keyPos: keyPos}
+	cur := int64(-1)
+	flush := func() error {
+		if cur < 0 || len(sb.groups) == 0 {
+			return nil
+		}
+		err := nb.addBucket(uint64(cur), sb.groups)
+		clear(sb.groups)
+		sb.groups = sb.groups[:0]
+		clear(sb.slab)
+		sb.slab = sb.slab[:0]
+		return err
+	}
+	for {
+		e, es, ok, err := order.next()
+		if err != nil {
+			return err
+		}
+		if !ok || int64(es) != cur {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if !ok {
+			return nil
+		}
+		cur = int64(es)
+		src, off := data, e.off
+		if off >= uint64(len(data)) {
+			src, off = staged, off-uint64(len(data))
+		}
+		if off+uint64(e.n) > uint64(len(src)) {
+			return fmt.Errorf("dets: index entry beyond its source")
+		}
+		if err := sb.insert(src[off:off+uint64(e.n)], e.off); err != nil {
+			return err
+		}
+		if each != nil {
+			each()
+		}
+	}
 }
