@@ -2,6 +2,7 @@ package dets
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/cespare/xxhash/v2"
 	farm "github.com/dgryski/go-farm"
@@ -88,6 +89,32 @@ func decodeNativeBucketHeader(path string, b []byte, off int64, room uint64) (na
 func nativeObjectRecordSize(n int) int {
 	var v [binary.MaxVarintLen64]byte
 	return 8 + binary.PutUvarint(v[:], uint64(n)) + n
+}
+
+// nativeBucketSize returns the size of the bucket that holds gs and the
+// number of its objects.
+func nativeBucketSize(gs []group) (size uint64, objects int) {
+	size = nativeBucketHeader
+	for i := range gs {
+		for j := range gs[i].objs {
+			size += uint64(nativeObjectRecordSize(len(gs[i].objs[j].enc)))
+		}
+		objects += len(gs[i].objs)
+	}
+	return size, objects
+}
+
+// encodeNativeBucket encodes the bucket of gs with header h (h.size from
+// nativeBucketSize) into buf's room, which it reuses.
+func encodeNativeBucket(buf []byte, h nativeBucketHead, gs []group) []byte {
+	buf = slices.Grow(buf[:0], int(h.size))[:nativeBucketHeader]
+	h.encode(buf)
+	for i := range gs {
+		for j := range gs[i].objs {
+			buf = appendNativeObject(buf, gs[i].objs[j].enc)
+		}
+	}
+	return buf
 }
 
 // appendNativeObject appends the object record of enc (§6.3) to dst.

@@ -84,23 +84,10 @@ func (b *nativeBuilder) addBucket(slot uint64, gs []group) error {
 	if err := b.fillSegments(slot / nativeSlotsPerSeg); err != nil {
 		return err
 	}
-	size := uint64(nativeBucketHeader)
-	nobj := 0
-	for i := range gs {
-		for j := range gs[i].objs {
-			size += uint64(nativeObjectRecordSize(len(gs[i].objs[j].enc)))
-			nobj++
-		}
-	}
+	size, nobj := nativeBucketSize(gs)
 	b.seq++
 	h := nativeBucketHead{seq: b.seq, slot: uint32(slot), level: b.slotLevel(slot), size: size}
-	buf := slices.Grow(b.buf[:0], int(size))[:nativeBucketHeader]
-	h.encode(buf)
-	for i := range gs {
-		for j := range gs[i].objs {
-			buf = appendNativeObject(buf, gs[i].objs[j].enc)
-		}
-	}
+	buf := encodeNativeBucket(b.buf, h, gs)
 	b.buf = buf
 	e, err := b.a.alloc(size)
 	if err != nil {

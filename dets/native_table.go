@@ -481,24 +481,13 @@ func (t *Table) nativeWriteSlot(slot uint64, old slotEntry, gs []group) error {
 // into a new cell or block and returns its entry; the bucket's bytes stay
 // in t.wbuf (their first word is the log record's bsum).
 func (t *Table) writeNativeBucket(slot uint64, gs []group, seq uint64) (nativeEntry, error) {
-	size := uint64(nativeBucketHeader)
-	for i := range gs {
-		for j := range gs[i].objs {
-			size += uint64(nativeObjectRecordSize(len(gs[i].objs[j].enc)))
-		}
-	}
+	size, _ := nativeBucketSize(gs)
 	ne, err := t.nat.alloc.alloc(size)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s", err, t.path)
 	}
 	h := nativeBucketHead{seq: seq, slot: uint32(slot), level: t.nativeLevel(slot), size: size}
-	buf := slices.Grow(t.wbuf[:0], int(size))[:nativeBucketHeader]
-	h.encode(buf)
-	for i := range gs {
-		for j := range gs[i].objs {
-			buf = appendNativeObject(buf, gs[i].objs[j].enc)
-		}
-	}
+	buf := encodeNativeBucket(t.wbuf, h, gs)
 	t.wbuf = buf
 	if err := t.nativeCover(ne.off() + ne.room()); err != nil {
 		return 0, err
