@@ -50,7 +50,11 @@ func benchTable(b *testing.B, n int) string {
 	return path
 }
 
-func BenchmarkInsert(b *testing.B) {
+func BenchmarkInsert(b *testing.B) { benchInserts(b, OTP9) }
+
+// benchInserts times n single inserts into a new table of format, and
+// its Close, per object.
+func benchInserts(b *testing.B, format Format) {
 	for _, n := range benchSizes() {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			objs := make([]etf.Term, n)
@@ -62,7 +66,7 @@ func BenchmarkInsert(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
 				path := tmpFile(b, "ins.dets")
-				tab, err := Open(path, Options{})
+				tab, err := Open(path, Options{Format: format})
 				must(b, err)
 				b.StartTimer()
 				for _, o := range objs {
@@ -77,10 +81,14 @@ func BenchmarkInsert(b *testing.B) {
 	}
 }
 
-func BenchmarkLookup(b *testing.B) {
+func BenchmarkLookup(b *testing.B) { benchLookups(b, benchTable) }
+
+// benchLookups times random lookups of present keys in the table that
+// build makes of n objects.
+func benchLookups(b *testing.B, build func(*testing.B, int) string) {
 	for _, n := range benchSizes() {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			tab, err := Open(benchTable(b, n), Options{ReadOnly: true})
+			tab, err := Open(build(b, n), Options{ReadOnly: true})
 			must(b, err)
 			defer tab.Close()
 			r := rand.New(rand.NewSource(1))
@@ -152,10 +160,14 @@ func benchScan(b *testing.B, path string, n int) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/object")
 }
 
-func BenchmarkOpen(b *testing.B) {
+func BenchmarkOpen(b *testing.B) { benchOpens(b, benchTable) }
+
+// benchOpens times the read-only open of the closed table that build
+// makes of n objects.
+func benchOpens(b *testing.B, build func(*testing.B, int) string) {
 	for _, n := range benchSizes() {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			path := benchTable(b, n)
+			path := build(b, n)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {

@@ -2,10 +2,7 @@ package dets
 
 import (
 	"fmt"
-	"math/rand"
 	"testing"
-
-	"github.com/godets/godets/etf"
 )
 
 // Native counterparts of bench_test.go's benchmarks (issue 19, "Speed and
@@ -24,54 +21,9 @@ func benchNativeTable(b *testing.B, n int) string {
 	return path
 }
 
-func BenchmarkNativeInsert(b *testing.B) {
-	for _, n := range benchSizes() {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			objs := make([]etf.Term, n)
-			for i := range objs {
-				objs[i] = benchObj(i)
-			}
-			b.ReportAllocs()
-			for range b.N {
-				b.StopTimer()
-				path := tmpFile(b, "ins.dets")
-				tab, err := Open(path, Options{Format: Native})
-				must(b, err)
-				b.StartTimer()
-				for _, o := range objs {
-					if err := tab.Insert(o); err != nil {
-						b.Fatal(err)
-					}
-				}
-				must(b, tab.Close())
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/object")
-		})
-	}
-}
+func BenchmarkNativeInsert(b *testing.B) { benchInserts(b, Native) }
 
-func BenchmarkNativeLookup(b *testing.B) {
-	for _, n := range benchSizes() {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			tab, err := Open(benchNativeTable(b, n), Options{ReadOnly: true})
-			must(b, err)
-			defer tab.Close()
-			r := rand.New(rand.NewSource(1))
-			keys := make([]etf.Term, 4096)
-			for i := range keys {
-				keys[i] = benchKey(r.Intn(n))
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := range b.N {
-				objs, err := tab.Lookup(keys[i%len(keys)])
-				if err != nil || len(objs) != 1 {
-					b.Fatal(objs, err)
-				}
-			}
-		})
-	}
-}
+func BenchmarkNativeLookup(b *testing.B) { benchLookups(b, benchNativeTable) }
 
 func BenchmarkNativeScan(b *testing.B) {
 	for _, n := range benchSizes() {
@@ -79,19 +31,4 @@ func BenchmarkNativeScan(b *testing.B) {
 	}
 }
 
-func BenchmarkNativeOpen(b *testing.B) {
-	for _, n := range benchSizes() {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			path := benchNativeTable(b, n)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				tab, err := Open(path, Options{ReadOnly: true})
-				if err != nil {
-					b.Fatal(err)
-				}
-				tab.Close()
-			}
-		})
-	}
-}
+func BenchmarkNativeOpen(b *testing.B) { benchOpens(b, benchNativeTable) }
