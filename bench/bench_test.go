@@ -82,12 +82,13 @@ func lookupKeys(n int) []etf.Term {
 
 // benchInsert: one op is a whole table: create, n single inserts, close.
 // ns/insert is the figure compared with OTP.
-func benchInsert(b *testing.B, n int) { benchInsertWith(b, n, dets.Ordered) }
+func benchInsert(b *testing.B, n int) { benchInsertWith(b, n, dets.Options{}) }
 
-// benchInsertWith is benchInsert with the given durability: the default
-// (Ordered) fsyncs the data before Close writes the closed header, which
-// OTP's close does not.
-func benchInsertWith(b *testing.B, n int, d dets.Durability) {
+// benchInsertWith is benchInsert into a set opened with opts: its
+// Durability (the default, Ordered, fsyncs the data before Close writes
+// the closed header, which OTP's close does not) and its Format.
+func benchInsertWith(b *testing.B, n int, opts dets.Options) {
+	opts.Kind = dets.Set
 	objs := make([]etf.Term, n)
 	for i := range objs {
 		objs[i] = Object(i)
@@ -98,7 +99,7 @@ func benchInsertWith(b *testing.B, n int, d dets.Durability) {
 		b.StopTimer()
 		os.Remove(path)
 		b.StartTimer()
-		t, err := dets.Open(path, dets.Options{Kind: dets.Set, Durability: d})
+		t, err := dets.Open(path, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -115,8 +116,12 @@ func benchInsertWith(b *testing.B, n int, d dets.Durability) {
 }
 
 // benchLookup: one op is one lookup of a random present key.
-func benchLookup(b *testing.B, n int) {
-	t, err := dets.Open(closedTable(b, n), dets.Options{ReadOnly: true})
+func benchLookup(b *testing.B, n int) { benchLookupIn(b, closedTable(b, n), n) }
+
+// benchLookupIn times lookups of random present keys in the closed table
+// of n objects at path.
+func benchLookupIn(b *testing.B, path string, n int) {
+	t, err := dets.Open(path, dets.Options{ReadOnly: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -136,8 +141,12 @@ func benchLookup(b *testing.B, n int) {
 }
 
 // benchScan: one op is a full traversal; ns/object is compared with OTP.
-func benchScan(b *testing.B, n int) {
-	t, err := dets.Open(closedTable(b, n), dets.Options{ReadOnly: true})
+func benchScan(b *testing.B, n int) { benchScanIn(b, closedTable(b, n), n) }
+
+// benchScanIn times full traversals of the closed table of n objects at
+// path.
+func benchScanIn(b *testing.B, path string, n int) {
+	t, err := dets.Open(path, dets.Options{ReadOnly: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -160,8 +169,10 @@ func benchScan(b *testing.B, n int) {
 
 // benchOpen: one op is opening a properly closed file (read-write, as OTP's
 // default); the close is not timed.
-func benchOpen(b *testing.B, n int) {
-	path := closedTable(b, n)
+func benchOpen(b *testing.B, n int) { benchOpenOf(b, closedTable(b, n)) }
+
+// benchOpenOf times the read-write open of the closed table at path.
+func benchOpenOf(b *testing.B, path string) {
 	b.ReportAllocs()
 	for b.Loop() {
 		t, err := dets.Open(path, dets.Options{})

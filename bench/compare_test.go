@@ -122,7 +122,7 @@ func TestCompareEngine(t *testing.T) {
 			otpSize = res["insert"].Int("file_size")
 			results := map[string]testing.BenchmarkResult{
 				"insert":         testing.Benchmark(func(b *testing.B) { benchInsert(b, n) }),
-				"insert LikeOTP": testing.Benchmark(func(b *testing.B) { benchInsertWith(b, n, dets.LikeOTP) }),
+				"insert LikeOTP": testing.Benchmark(func(b *testing.B) { benchInsertWith(b, n, dets.Options{Durability: dets.LikeOTP}) }),
 				"lookup":         testing.Benchmark(func(b *testing.B) { benchLookup(b, n) }),
 				"scan":           testing.Benchmark(func(b *testing.B) { benchScan(b, n) }),
 				"open":           testing.Benchmark(func(b *testing.B) { benchOpen(b, n) }),

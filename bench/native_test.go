@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/godets/godets/dets"
-	"github.com/godets/godets/etf"
 	"github.com/godets/godets/exclusive"
 )
 
@@ -59,87 +58,18 @@ func buildFormat(path string, n int, f dets.Format) error {
 }
 
 func formatInsert(b *testing.B, n int, f dets.Format) {
-	objs := make([]etf.Term, n)
-	for i := range objs {
-		objs[i] = Object(i)
-	}
-	path := filepath.Join(b.TempDir(), "insert.dets")
-	b.ReportAllocs()
-	for b.Loop() {
-		b.StopTimer()
-		os.Remove(path)
-		b.StartTimer()
-		t, err := dets.Open(path, dets.Options{Kind: dets.Set, Format: f})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, o := range objs {
-			if err := t.Insert(o); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := t.Close(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchInsertWith(b, n, dets.Options{Format: f})
 }
 
 func formatLookup(b *testing.B, n int, f dets.Format) {
-	t, err := dets.Open(closedTableOf(b, n, f), dets.Options{ReadOnly: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer t.Close()
-	keys := lookupKeys(n)
-	b.ReportAllocs()
-	j := 0
-	for b.Loop() {
-		objs, err := t.Lookup(keys[j])
-		if err != nil || len(objs) != 1 {
-			b.Fatal(len(objs), err)
-		}
-		if j++; j == n {
-			j = 0
-		}
-	}
+	benchLookupIn(b, closedTableOf(b, n, f), n)
 }
 
 func formatScan(b *testing.B, n int, f dets.Format) {
-	t, err := dets.Open(closedTableOf(b, n, f), dets.Options{ReadOnly: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer t.Close()
-	b.ReportAllocs()
-	for b.Loop() {
-		c := 0
-		for _, err := range t.All() {
-			if err != nil {
-				b.Fatal(err)
-			}
-			c++
-		}
-		if c != n {
-			b.Fatalf("scan saw %d objects, want %d", c, n)
-		}
-	}
+	benchScanIn(b, closedTableOf(b, n, f), n)
 }
 
-func formatOpen(b *testing.B, n int, f dets.Format) {
-	path := closedTableOf(b, n, f)
-	b.ReportAllocs()
-	for b.Loop() {
-		t, err := dets.Open(path, dets.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		if err := t.Close(); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-	}
-}
+func formatOpen(b *testing.B, n int, f dets.Format) { benchOpenOf(b, closedTableOf(b, n, f)) }
 
 // TestCompareNative prints, per size, native's time over otp9's for
 // insert, lookup, scan and open (medians of the interleaved rounds), the
