@@ -108,3 +108,16 @@ func TestRawHasNoState(t *testing.T) {
 		t.Fatalf("etf.Raw is %d bytes, want 0", n)
 	}
 }
+
+// TestNewImproperListNilTail: a nil *ImproperList tail (a hand-built
+// object may hold one) becomes the tail as it is, never a panic.
+func TestNewImproperListNilTail(t *testing.T) {
+	var nilTail *etf.ImproperList
+	got, ok := etf.NewImproperList(nilTail, etf.Int(1)).(*etf.ImproperList)
+	if !ok || len(got.Elems) != 1 || got.Tail != etf.Term(nilTail) {
+		t.Fatalf("NewImproperList(nil *ImproperList, 1) = %#v", got)
+	}
+	if etf.NewImproperList(nilTail) != etf.Term(nilTail) {
+		t.Fatal("no elements: the tail itself is not returned")
+	}
+}

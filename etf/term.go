@@ -267,6 +267,9 @@ func NewImproperList(tail Term, elems ...Term) Term {
 		out := make(List, 0, len(elems)+len(t))
 		return append(append(out, elems...), t...)
 	case *ImproperList:
+		if t == nil { // not a term: kept as the tail, as any other
+			break
+		}
 		out := make([]Term, 0, len(elems)+len(t.Elems))
 		out = append(append(out, elems...), t.Elems...)
 		return &ImproperList{Elems: out, Tail: t.Tail}

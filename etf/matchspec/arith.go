@@ -57,11 +57,11 @@ func arith(f fn, a, b etf.Term) (etf.Term, bool) {
 	case fnBand, fnBor, fnBxor:
 		return bitwise(f, a, b)
 	case fnBnot:
-		switch v := a.(type) {
-		case etf.Int:
+		if v, ok := a.(etf.Int); ok {
 			return ^v, true
-		case *etf.BigInt:
-			return etf.NewBigInt(new(big.Int).Not(v.Big())), true
+		}
+		if v, ok := toBig(a); ok { // toBig refuses a nil *BigInt
+			return etf.NewBigInt(new(big.Int).Not(v)), true
 		}
 		return nil, false
 	case fnBsl, fnBsr:

@@ -160,3 +160,32 @@ func TestNilTermsNoPanic(t *testing.T) {
 		}
 	}
 }
+
+// TestNilPointerTermsPinned pins two specs that panicked on nil pointers
+// (seeds 8059777476075517455 and 4628677165192252415 of
+// TestNilTermsNoPanic): a nil *ImproperList as a list's tail, and bnot
+// of a nil *BigInt, which must fail the body, not panic.
+func TestNilPointerTermsPinned(t *testing.T) {
+	obj := etf.Tuple{etf.Int(1), (*etf.BigInt)(nil), (*etf.ImproperList)(nil), (*etf.Opaque)(nil)}
+	for _, text := range []string{
+		`[{'$3',[],[[{binary_part,<<"ab",5:3>>,4,5}|{element,3,'$_'}]]}]`,
+		`[{'$0',[],[{'bnot',{element,2,'$0'}}]}]`,
+	} {
+		spec, err := etf.Parse(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Compile(spec)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("%s: panic %v", text, r)
+				}
+			}()
+			s.Run(obj)
+		}()
+	}
+}
