@@ -141,7 +141,9 @@ func TestProcessContention(t *testing.T) {
 
 	start := time.Now()
 	err := With(path, Options{Wait: Immediate}, noop)
-	if el := time.Since(start); !errors.Is(err, ErrBusy) || el > 25*time.Millisecond {
+	// The upper bounds below tell a wrong wait (the whole deadline, or
+	// forever) from a right one on a loaded machine; they time nothing.
+	if el := time.Since(start); !errors.Is(err, ErrBusy) || el > 500*time.Millisecond {
 		t.Fatalf("Immediate: %v after %v", err, el)
 	}
 	if err := With(path, Options{Wait: WaitUpTo(0)}, noop); !errors.Is(err, ErrBusy) || Code(err) != "busy" {
@@ -153,7 +155,7 @@ func TestProcessContention(t *testing.T) {
 	if !errors.Is(err, ErrTimedOut) || errors.Is(err, ErrBusy) || Code(err) != "timed_out" {
 		t.Fatalf("WaitUpTo: %v", err)
 	}
-	if el < 100*time.Millisecond || el > 160*time.Millisecond {
+	if el < 100*time.Millisecond || el > 600*time.Millisecond {
 		t.Fatalf("TimedOut after %v", el)
 	}
 	t.Logf("TimedOut after %v", el)
@@ -166,7 +168,7 @@ func TestProcessContention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if el > 150*time.Millisecond+60*time.Millisecond {
+	if el > 150*time.Millisecond+500*time.Millisecond {
 		t.Fatalf("acquired %v after start (release at 150ms)", el)
 	}
 	t.Logf("acquired after %v", el)
@@ -195,7 +197,7 @@ func TestKilledHolderLeavesDirtyFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if el := time.Since(killed); el > 50*time.Millisecond {
+	if el := time.Since(killed); el > 500*time.Millisecond { // a wait of the whole second is wrong
 		t.Errorf("lock free only %v after the kill", el)
 	}
 	_ = l.Unlock()
