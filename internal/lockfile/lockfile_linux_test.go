@@ -783,7 +783,8 @@ func TestDistinctFilesIndependent(t *testing.T) {
 // loaded machine: this one did, at 297 µs, on a 32-bit CI step):
 // exactly one flock to take the lock and one to release it, no sleep
 // between attempts, and a bounded number of allocations (39 on linux/amd64
-// and linux/386 when this was written). BenchmarkAcquireRelease times it.
+// and linux/386, 50 on arm64 under qemu-user, when this was written).
+// BenchmarkAcquireRelease times it.
 func TestAcquireReleaseOverhead(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "t.dets")
 	var flocks, sleeps int
@@ -801,7 +802,7 @@ func TestAcquireReleaseOverhead(t *testing.T) {
 	if raceEnabled {
 		return // the race detector's allocations are its own
 	}
-	const maxAllocs = 48
+	const maxAllocs = 64
 	allocs := testing.AllocsPerRun(n, func() {
 		mustUnlock(t, mustAcquire(t, data, Options{}))
 	})
