@@ -224,15 +224,48 @@ func (a *nativeAlloc) release(e nativeEntry) error {
 	return nil
 }
 
+// reuse frees the cell that entry e names at once, where release would
+// make it pending: the cell was written in this epoch and superseded in a
+// group that is complete (§7.3), so neither meta nor the replay of a log
+// needs its bytes. A run whose cells all become free stays a run until
+// the checkpoint, so that no entry of the epoch's log comes to name
+// space of another shape. What release refuses, reuse refuses.
+func (a *nativeAlloc) reuse(e nativeEntry) error {
+	if e.cellClass() == 0 {
+		return a.release(e)
+	}
+	if err := a.release(e); err != nil {
+		return err
+	}
+	off := e.off()
+	run := a.base + (off-a.base)&^(nativeRunSize-1)
+	r := a.runs[run]
+	i := (off - run) / cellSize(int(r.class))
+	w, bit := i/64, uint64(1)<<(i%64)
+	hadFree := r.hasAny(&r.free)
+	r.pend[w] &^= bit
+	r.free[w] |= bit
+	if !hadFree {
+		a.open[r.class] = insertSorted(a.open[r.class], run)
+	}
+	return nil
+}
+
 // checkpoint makes the quarantine free and the pending space quarantined
-// (§7.3; see nativeAlloc for when the engine calls it).
+// (§7.3; see nativeAlloc for when the engine calls it). A run whose cells
+// reuse made all free goes back to the buddy, as the free record wants.
 func (a *nativeAlloc) checkpoint() error {
 	if err := a.releaseQuarantine(); err != nil {
 		return err
 	}
 	a.quar, a.pend = a.pend, a.quar[:0]
-	for _, r := range a.runs {
+	for run, r := range a.runs {
 		r.quar, r.pend = r.pend, [nativeRunWords]uint64{}
+		if r.allFree() {
+			delete(a.runs, run)
+			a.open[r.class] = deleteSorted(a.open[r.class], run)
+			a.insertFree(nativeRunClass, run)
+		}
 	}
 	return nil
 }

@@ -137,8 +137,13 @@ func (t *Table) nativeRecover() error {
 	// is taken again; what no slot keeps, and what an applied entry
 	// replaced, becomes pending, so the checkpoint below writes nowhere a
 	// crash of this recovery would need meta g or its log.
+	// A cell may be named by more than one PUT: the epoch reuses a cell
+	// it wrote once a later record superseded it (§7.3). Each is taken
+	// once.
+	named := make(map[nativeEntry]bool, len(lg.recs))
 	for i := range lg.recs {
-		if r := &lg.recs[i]; r.typ == recPut {
+		if r := &lg.recs[i]; r.typ == recPut && !named[nativeEntry(r.entry)] {
+			named[nativeEntry(r.entry)] = true
 			if err := a.take(nativeEntry(r.entry)); err != nil {
 				return fallback(err)
 			}
@@ -153,9 +158,9 @@ func (t *Table) nativeRecover() error {
 	for _, e := range rs.entries {
 		kept[e] = true
 	}
-	for i := range lg.recs {
-		if r := &lg.recs[i]; r.typ == recPut && !kept[nativeEntry(r.entry)] {
-			if err := a.release(nativeEntry(r.entry)); err != nil {
+	for e := range named {
+		if !kept[e] {
+			if err := a.release(e); err != nil {
 				return fallback(err)
 			}
 		}

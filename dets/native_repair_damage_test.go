@@ -3,7 +3,7 @@ package dets
 import (
 	"bytes"
 	"errors"
-	mdl "github.com/godets/godets/internal/model"
+	"fmt"
 	"math/rand"
 	"os"
 	"slices"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/godets/godets/etf"
+	mdl "github.com/godets/godets/internal/model"
 )
 
 // The damage tests of docs/format-native.md §15.6 with exact expectations:
@@ -301,6 +302,7 @@ func TestNativeDamageEveryBit(t *testing.T) {
 	}
 	open := readFileT(t, base) // the writer killed here: the log holds 40 records
 	gen := tab.nat.meta.gen
+	prefix := survivingPrefixes(t, base, open, tab.nat)
 	must(t, tab.Close())
 	closed := readFileT(t, base)
 	m := readNativeMetaT(t, base)
@@ -332,7 +334,7 @@ func TestNativeDamageEveryBit(t *testing.T) {
 			if b < nativeLogHeader {
 				return snap[0]
 			}
-			return snap[min((b-nativeLogHeader)/nativeLogRecord, 40)]
+			return snap[prefix[min((b-nativeLogHeader)/nativeLogRecord, 40)]]
 		}},
 	}
 	const path = "/t.dets"
@@ -380,6 +382,51 @@ func TestNativeDamageEveryBit(t *testing.T) {
 			}
 		}
 	}
+}
+
+// survivingPrefixes reads the log of the killed writer's image (40
+// single-record groups) and returns, for each k, how many records a
+// replay that must stop before record k keeps: the longest prefix j <= k
+// in which every slot's last PUT names a cell that no later record of the
+// log reused (§7.3: the epoch reuses a cell it wrote once a record
+// supersedes its bucket, so the older bucket is gone from the file).
+func survivingPrefixes(t *testing.T, path string, img []byte, nat *nativeState) []int {
+	t.Helper()
+	read := func(off uint64, k int) ([]byte, error) {
+		if off+uint64(k) > uint64(len(img)) {
+			return nil, fmt.Errorf("read past the end")
+		}
+		return img[off : off+uint64(k)], nil
+	}
+	lg, err := readNativeLog(path, read, nat.super.fileID, nat.meta.gen, nat.meta.seq, nat.super.base, uint64(len(img)))
+	must(t, err)
+	if len(lg.recs) != 40 {
+		t.Fatalf("log of %d records, want 40", len(lg.recs))
+	}
+	prefix := make([]int, len(lg.recs)+1)
+	shorter := 0
+	for k := range prefix {
+		j := k
+		for ; j > 0; j-- {
+			last := map[uint64]int{}
+			for i, r := range lg.recs[:j] {
+				last[r.slot] = i
+			}
+			whole := true
+			for _, i := range last {
+				whole = whole && (lg.recs[i].typ != recPut || !reusedLater(lg.recs, i))
+			}
+			if whole {
+				break
+			}
+		}
+		prefix[k] = j
+		if j < k {
+			shorter++
+		}
+	}
+	t.Logf("log damage at %d of 41 record positions replays a shorter prefix: a cell of the one before was reused", shorter)
+	return prefix
 }
 
 // checkModelQuiet is checkModel with the damaged region in the message.

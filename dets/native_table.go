@@ -52,6 +52,7 @@ type nativeState struct {
 	// can carry its change of the counts (dObj, dKeys).
 	readPtr           int64
 	readKeys, readObj int
+	readSeq           uint64 // the bucket's seq: above meta.seq, it is the epoch's
 
 	// A log page's header and a record, as writeRec writes them: a
 	// buffer of its own, since a local one would escape to the heap.
@@ -344,7 +345,7 @@ func (t *Table) nativeBucketBody(slot uint64, e slotEntry, b []byte) ([]byte, er
 // groups, verifying every object record (§6.3), reusing gs and objs.
 func (t *Table) parseNative(b []byte, e slotEntry, gs []group, objs []object) ([]group, []object, error) {
 	gs, objs = gs[:0], objs[:0]
-	_, err := walkNativeBucket(t.path, b, e.ptr, uint64(e.size), t.keyPos, func(_ int64, enc, kenc []byte) error {
+	h, err := walkNativeBucket(t.path, b, e.ptr, uint64(e.size), t.keyPos, func(_ int64, enc, kenc []byte) error {
 		objs = append(objs, object{enc: enc, kenc: kenc})
 		return nil
 	})
@@ -362,7 +363,7 @@ func (t *Table) parseNative(b []byte, e slotEntry, gs []group, objs []object) ([
 		}
 		gs = append(gs, group{kenc: objs[i].kenc, objs: objs[i : i+1 : i+1]})
 	}
-	t.nat.readPtr, t.nat.readKeys, t.nat.readObj = e.ptr, len(gs), len(objs)
+	t.nat.readPtr, t.nat.readKeys, t.nat.readObj, t.nat.readSeq = e.ptr, len(gs), len(objs), h.seq
 	return gs, objs, nil
 }
 
@@ -432,12 +433,12 @@ func (t *Table) nativeWriteSlot(slot uint64, old slotEntry, gs []group) error {
 	if len(gs) == 0 && old.size == 0 {
 		return nil
 	}
-	oldKeys, oldObjs := 0, 0
+	oldKeys, oldObjs, oldFresh := 0, 0, false
 	if old.size != 0 {
 		if nat.readPtr != old.ptr {
 			return fmt.Errorf("%w: native write of slot %d without a read of its bucket", errInconsistent, slot)
 		}
-		oldKeys, oldObjs = nat.readKeys, nat.readObj
+		oldKeys, oldObjs, oldFresh = nat.readKeys, nat.readObj, nat.readSeq > nat.meta.seq
 	}
 	// A LINK takes a seq, so it goes first: the bucket carries its record's.
 	if err := t.logRoom(); err != nil {
@@ -460,7 +461,17 @@ func (t *Table) nativeWriteSlot(slot uint64, old slotEntry, gs []group) error {
 	if err := t.appendLog(&rec); err != nil {
 		return err
 	}
-	if old.size != 0 {
+	// The old bucket is pending, unless this epoch wrote it: then only
+	// the epoch's log names it, in a record this one supersedes, and its
+	// cell is free at once (§7.3), so a session that rewrites its buckets
+	// does not grow the file by a copy of each.
+	switch {
+	case old.size == 0:
+	case oldFresh:
+		if err := nat.alloc.reuse(nativeEntry(t.wordOf(old))); err != nil {
+			return err
+		}
+	default:
 		if err := nat.alloc.release(nativeEntry(t.wordOf(old))); err != nil {
 			return err
 		}
@@ -748,7 +759,11 @@ func (t *Table) nativeCheckpoint(durable, byClose bool) error {
 // epoch, and the bench's 100k file grew from 264 to 370 bytes an object.
 func (t *Table) nativeAfterWrite() error {
 	nat := t.nat
-	if nat.records < t.tune.nativeBudgetRecords && nat.pendBytes <= max(t.tune.nativeBudgetPending, uint64(t.fileEnd)/t.tune.nativeBudgetShare) {
+	// The log's records count with the pending space: both stay in the
+	// file until the checkpoint, and with cells reused in the epoch
+	// (§7.3) a session of overwrites makes the log its main growth.
+	grown := nat.pendBytes + uint64(nat.records)*nativeLogRecord
+	if nat.records < t.tune.nativeBudgetRecords && grown <= max(t.tune.nativeBudgetPending, uint64(t.fileEnd)/t.tune.nativeBudgetShare) {
 		return nil
 	}
 	return t.nativeCheckpoint(true, false)

@@ -153,6 +153,9 @@ func TestNativeLogRecords(t *testing.T) {
 			t.Fatalf("record %d: %+v, want a PUT of one new object", i, r)
 		}
 		e := nativeEntry(r.entry)
+		if reusedLater(lg.recs, i) {
+			continue // its cell holds a later bucket now (§7.3)
+		}
 		if _, err := verifyNativeBucketAt(path, data, &r, e); err != nil {
 			t.Fatalf("record %d: %v", i, err)
 		}
@@ -272,4 +275,16 @@ func TestNativeOpenDecisions(t *testing.T) {
 		t.Errorf("Lookup: %v %v", objs, err)
 	}
 	must(t, tab.Close())
+}
+
+// reusedLater reports whether a PUT after recs[i] names recs[i]'s cell:
+// the epoch reused it once a record superseded its bucket (§7.3), so it
+// holds a later bucket and recs[i]'s does not verify.
+func reusedLater(recs []nativeLogRec, i int) bool {
+	for _, r := range recs[i+1:] {
+		if r.typ == recPut && r.entry == recs[i].entry {
+			return true
+		}
+	}
+	return false
 }

@@ -47,9 +47,10 @@ type tuning struct {
 	// the checkpoint budget of a native epoch
 	// (docs/format-native.md §10.3; nativeAfterWrite): it ends by itself after this many log
 	// records, which bounds the replay of a recovery, or when the room its
-	// writes made pending passes max(nativeBudgetPending, the file /
-	// nativeBudgetShare), which bounds what superseded buckets add to the
-	// file (pending space is not reused within an epoch, §7.3). 1 MiB and
+	// writes made pending, with its log's bytes, passes
+	// max(nativeBudgetPending, the file / nativeBudgetShare), which bounds
+	// what superseded buckets and the log add to the file (space a meta
+	// names is not reused within an epoch, §7.3). 1 MiB and
 	// a quarter, measured with 10k and 100k bench objects inserted one by
 	// one (interleaved, loaded machine): the earlier 8 MiB and a sixteenth
 	// left 789 and 264 bytes an object (otp9: 247 and 245), 1 MiB and a
