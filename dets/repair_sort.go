@@ -60,15 +60,57 @@ func (x *entryIndex) spillMem() error {
 		}
 		x.spill, x.spilled = f, true
 	}
-	x.buf = x.buf[:0]
-	for _, e := range x.mem {
-		x.buf = appendEntry(x.buf, e)
-	}
-	if _, err := x.spill.WriteAt(x.buf, x.nSpill*entrySize); err != nil {
+	if err := x.writeEntries(x.mem, x.nSpill); err != nil {
 		return err
 	}
 	x.nSpill += int64(len(x.mem))
 	x.mem = x.mem[:0]
+	return nil
+}
+
+// spillChunk is the number of entries encoded or decoded at a time between
+// the index and PATH.TMP.sort: the file is read and written through one
+// buffer of this many entries (64 KiB), not one the size of the index,
+// which would double a large repair's peak heap (a 3M-object native
+// repair peaked at 164 MiB with whole-run buffers).
+const spillChunk = 4096
+
+// writeEntries writes es to the spill file from entry index at on.
+func (x *entryIndex) writeEntries(es []repairEntry, at int64) error {
+	if cap(x.buf) < spillChunk*entrySize {
+		x.buf = make([]byte, 0, spillChunk*entrySize)
+	}
+	for len(es) > 0 {
+		n := min(len(es), spillChunk)
+		x.buf = x.buf[:0]
+		for _, e := range es[:n] {
+			x.buf = appendEntry(x.buf, e)
+		}
+		if _, err := x.spill.WriteAt(x.buf, at*entrySize); err != nil {
+			return err
+		}
+		es, at = es[n:], at+int64(n)
+	}
+	return nil
+}
+
+// readEntries appends cnt entries of the spill file, from entry index at
+// on, to x.mem.
+func (x *entryIndex) readEntries(at, cnt int64) error {
+	if cap(x.buf) < spillChunk*entrySize {
+		x.buf = make([]byte, 0, spillChunk*entrySize)
+	}
+	for cnt > 0 {
+		n := min(cnt, spillChunk)
+		raw := x.buf[:n*entrySize]
+		if err := readFull(x.spill, raw, at*entrySize); err != nil {
+			return err
+		}
+		for i := range n {
+			x.mem = append(x.mem, readEntry(raw[i*entrySize:]))
+		}
+		at, cnt = at+n, cnt-n
+	}
 	return nil
 }
 
@@ -129,20 +171,12 @@ func (x *entryIndex) sorted(slot func(repairEntry) uint32, nslots uint32, data [
 	var runs []*runIter
 	for start := int64(0); start < x.nSpill; start += int64(x.limit) {
 		cnt := min(int64(x.limit), x.nSpill-start)
-		raw := make([]byte, cnt*entrySize)
-		if err := readFull(x.spill, raw, start*entrySize); err != nil {
+		x.mem = x.mem[:0]
+		if err := x.readEntries(start, cnt); err != nil {
 			return nil, err
 		}
-		x.mem = x.mem[:0]
-		for i := int64(0); i < cnt; i++ {
-			x.mem = append(x.mem, readEntry(raw[i*entrySize:]))
-		}
 		slices.SortFunc(x.mem, cmp)
-		raw = raw[:0]
-		for _, e := range x.mem {
-			raw = appendEntry(raw, e)
-		}
-		if _, err := x.spill.WriteAt(raw, start*entrySize); err != nil {
+		if err := x.writeEntries(x.mem, start); err != nil {
 			return nil, err
 		}
 		runs = append(runs, &runIter{f: x.spill, pos: start, end: start + cnt})
@@ -344,15 +378,19 @@ func (m *memIter) next() (repairEntry, uint32, bool, error) {
 // runIter reads one sorted run of the spill file through a small buffer.
 type runIter struct {
 	f        File
-	pos, end int64 // entry indexes
-	buf      []repairEntry
+	pos, end int64         // entry indexes
+	buf      []repairEntry // the entries not yet merged: a tail of mem
+	mem      []repairEntry // buf's whole array, which next's reslicing shrinks
 	raw      []byte
 }
 
 const runBufEntries = 4096
 
 func (r *runIter) fill() error {
-	r.buf = r.buf[:0]
+	if r.mem == nil {
+		r.mem = make([]repairEntry, 0, runBufEntries)
+	}
+	r.buf = r.mem[:0]
 	cnt := min(int64(runBufEntries), r.end-r.pos)
 	if cnt <= 0 {
 		return nil
