@@ -319,3 +319,27 @@ func TestNativeFreeRefusals(t *testing.T) {
 		t.Fatal("a wrong freeSum is accepted")
 	}
 }
+
+// TestNativeAllocReusesRunRecords: filling one run after another, as a
+// repair's build or a long write session does, reuses the record of the
+// run that just filled up for the next one instead of allocating one
+// (800 bytes) a run, which was the repair's main garbage.
+func TestNativeAllocReusesRunRecords(t *testing.T) {
+	a := newNativeAlloc("t", nativeBase)
+	c := cellClassFor(160)
+	per := cellsInRun(c)
+	fill := func(runs int) {
+		for range runs * per {
+			if _, err := a.allocCell(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fill(4) // the map and the lists reach their sizes
+	const runs = 64
+	allocs := testing.AllocsPerRun(1, func() { fill(runs) })
+	if allocs >= runs/2 {
+		t.Fatalf("%d runs filled with %.0f allocations: a run record each", runs, allocs)
+	}
+	t.Logf("%d runs filled with %.0f allocations", runs, allocs)
+}
