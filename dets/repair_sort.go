@@ -384,19 +384,17 @@ type runIter struct {
 	raw      []byte
 }
 
-const runBufEntries = 4096
-
 func (r *runIter) fill() error {
 	if r.mem == nil {
-		r.mem = make([]repairEntry, 0, runBufEntries)
+		r.mem = make([]repairEntry, 0, spillChunk)
 	}
 	r.buf = r.mem[:0]
-	cnt := min(int64(runBufEntries), r.end-r.pos)
+	cnt := min(int64(spillChunk), r.end-r.pos)
 	if cnt <= 0 {
 		return nil
 	}
 	if cap(r.raw) < int(cnt)*entrySize {
-		r.raw = make([]byte, runBufEntries*entrySize)
+		r.raw = make([]byte, spillChunk*entrySize)
 	}
 	raw := r.raw[:cnt*entrySize]
 	if err := readFull(r.f, raw, r.pos*entrySize); err != nil {
