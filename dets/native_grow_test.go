@@ -156,14 +156,7 @@ func TestNativeGrowLog(t *testing.T) {
 	must(t, tab.Insert(tup(etf.Int(7), bin("w"))))
 	nat := tab.nat
 	data := readFileT(t, path)
-	read := func(off uint64, k int) ([]byte, error) {
-		if off+uint64(k) > uint64(len(data)) {
-			return nil, fmt.Errorf("read past the end")
-		}
-		return data[off : off+uint64(k)], nil
-	}
-	lg, err := readNativeLog(path, read, nat.super.fileID, nat.meta.gen, nat.meta.seq, nat.super.base, uint64(len(data)))
-	must(t, err)
+	lg := imageLog(t, path, data, nat)
 	grows := 0
 	for i, r := range lg.recs {
 		switch r.typ {

@@ -3,7 +3,6 @@ package dets
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"math/rand"
 	"os"
 	"slices"
@@ -392,14 +391,7 @@ func TestNativeDamageEveryBit(t *testing.T) {
 // supersedes its bucket, so the older bucket is gone from the file).
 func survivingPrefixes(t *testing.T, path string, img []byte, nat *nativeState) []int {
 	t.Helper()
-	read := func(off uint64, k int) ([]byte, error) {
-		if off+uint64(k) > uint64(len(img)) {
-			return nil, fmt.Errorf("read past the end")
-		}
-		return img[off : off+uint64(k)], nil
-	}
-	lg, err := readNativeLog(path, read, nat.super.fileID, nat.meta.gen, nat.meta.seq, nat.super.base, uint64(len(img)))
-	must(t, err)
+	lg := imageLog(t, path, img, nat)
 	if len(lg.recs) != 40 {
 		t.Fatalf("log of %d records, want 40", len(lg.recs))
 	}

@@ -35,9 +35,7 @@ func TestNativeEpochReusesCells(t *testing.T) {
 	killed := filepath.Join(dir, "killed.dets")
 	img := readFileT(t, path)
 	must(t, os.WriteFile(killed, img, 0o644))
-	read := func(off uint64, k int) ([]byte, error) { return img[off : off+uint64(k)], nil }
-	lg, err := readNativeLog(path, read, nat.super.fileID, nat.meta.gen, nat.meta.seq, nat.super.base, uint64(len(img)))
-	must(t, err)
+	lg := imageLog(t, path, img, nat)
 	cells := map[uint64]bool{}
 	for _, r := range lg.recs {
 		if r.typ == recPut {

@@ -137,14 +137,7 @@ func TestNativeLogRecords(t *testing.T) {
 	must(t, tab.Delete(etf.Int(0)))
 	nat := tab.nat
 	data := readFileT(t, path)
-	read := func(off uint64, k int) ([]byte, error) {
-		if off+uint64(k) > uint64(len(data)) {
-			return nil, fmt.Errorf("read past the end")
-		}
-		return data[off : off+uint64(k)], nil
-	}
-	lg, err := readNativeLog(path, read, nat.super.fileID, nat.meta.gen, nat.meta.seq, nat.super.base, uint64(len(data)))
-	must(t, err)
+	lg := imageLog(t, path, data, nat)
 	if len(lg.recs) != n+1 || len(lg.blocks) != len(nat.logBlocks) || len(lg.blocks) == 0 {
 		t.Fatalf("log: %d records in %d blocks, want %d in %d", len(lg.recs), len(lg.blocks), n+1, len(nat.logBlocks))
 	}
@@ -287,4 +280,19 @@ func reusedLater(recs []nativeLogRec, i int) bool {
 		}
 	}
 	return false
+}
+
+// imageLog reads the log of nat's current epoch from img, a copy of the
+// table's file at path.
+func imageLog(t *testing.T, path string, img []byte, nat *nativeState) nativeLog {
+	t.Helper()
+	read := func(off uint64, k int) ([]byte, error) {
+		if off+uint64(k) > uint64(len(img)) {
+			return nil, fmt.Errorf("read past the end")
+		}
+		return img[off : off+uint64(k)], nil
+	}
+	lg, err := readNativeLog(path, read, nat.super.fileID, nat.meta.gen, nat.meta.seq, nat.super.base, uint64(len(img)))
+	must(t, err)
+	return lg
 }
