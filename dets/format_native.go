@@ -363,11 +363,17 @@ func nativeRootLen(next uint64) uint64 {
 
 // chooseNativeMeta picks the current meta from the two pages' results: the
 // valid one with the higher gen (§4.2, bbolt's rule). ok is false when
-// neither is valid; fallbackOK says whether the other one is. Two valid
-// metas of one gen cannot come from one writer; the first (page A) wins so
-// that the choice is deterministic.
+// neither is valid, or when the invalid one is sealed (its checksum holds,
+// so decodeNativeMeta filled its gen) with the higher gen: a torn write
+// fails the checksum, so a sealed meta that fails is damage (a file cut
+// short after its checkpoint, most often), and the older meta would
+// silently drop what the newer one committed. fallbackOK says whether the
+// other one is valid. Two valid metas of one gen cannot come from one
+// writer; the first (page A) wins so that the choice is deterministic.
 func chooseNativeMeta(a nativeMeta, errA error, b nativeMeta, errB error) (cur nativeMeta, curPage int64, fallbackOK, ok bool) {
 	switch {
+	case errA == nil && errB != nil && b.gen > a.gen, errB == nil && errA != nil && a.gen > b.gen:
+		return nativeMeta{}, 0, false, false
 	case errA == nil && errB == nil:
 		if b.gen > a.gen {
 			return b, nativeMetaBOff, true, true
@@ -379,6 +385,15 @@ func chooseNativeMeta(a nativeMeta, errA error, b nativeMeta, errB error) (cur n
 		return b, nativeMetaBOff, false, true
 	}
 	return nativeMeta{}, 0, false, false
+}
+
+// nativeMetaErr is why chooseNativeMeta found no current meta: the failure
+// of page A, or of page B when A is the valid, older one.
+func nativeMetaErr(errA, errB error) error {
+	if errA != nil {
+		return errA
+	}
+	return errB
 }
 
 func isPow2u64(v uint64) bool { return v != 0 && v&(v-1) == 0 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -245,7 +247,15 @@ func TestNativeChooseMeta(t *testing.T) {
 		{bad, nil, 8, nativeMetaBOff, false, true},
 		{bad, bad, 0, 0, false, false},
 	} {
-		cur, page, fb, ok := chooseNativeMeta(a, c.errA, b, c.errB)
+		// A meta that fails its checksum decodes to zero fields.
+		ma, mb := a, b
+		if c.errA != nil {
+			ma = nativeMeta{}
+		}
+		if c.errB != nil {
+			mb = nativeMeta{}
+		}
+		cur, page, fb, ok := chooseNativeMeta(ma, c.errA, mb, c.errB)
 		if cur.gen != c.gen || page != c.page || fb != c.fallback || ok != c.ok {
 			t.Errorf("errs %v/%v: gen %d page %d fallback %v ok %v", c.errA, c.errB, cur.gen, page, fb, ok)
 		}
@@ -253,6 +263,62 @@ func TestNativeChooseMeta(t *testing.T) {
 	if cur, page, _, _ := chooseNativeMeta(b, nil, a, nil); cur.gen != 8 || page != nativeMetaAOff {
 		t.Errorf("A newer: gen %d page %d", cur.gen, page)
 	}
+	// A meta whose checksum held but that failed later (decodeNativeMeta
+	// returns its fields) is damage when it is the newer one: the older
+	// meta must not silently stand in for it. An older one is ignored (a
+	// checkpoint may have left it naming space the file no longer has).
+	if _, _, _, ok := chooseNativeMeta(a, nil, b, bad); ok {
+		t.Error("a sealed, invalid, newer meta B: the older A was chosen")
+	}
+	if _, _, _, ok := chooseNativeMeta(b, bad, a, nil); ok {
+		t.Error("a sealed, invalid, newer meta A: the older B was chosen")
+	}
+	if cur, page, _, ok := chooseNativeMeta(a, bad, b, nil); !ok || cur.gen != 8 || page != nativeMetaBOff {
+		t.Errorf("a sealed, invalid, older meta A: gen %d page %d ok %v", cur.gen, page, ok)
+	}
+	if err := nativeMetaErr(nil, bad); err != bad {
+		t.Errorf("nativeMetaErr(nil, bad) = %v", err)
+	}
+}
+
+// TestNativeOpenTruncatedAfterCheckpoint: a file cut short after a
+// checkpoint (its newer meta names data past the end) needs the full
+// repair. Choosing the older meta instead opened it, with a recovery, as
+// a table that had lost every object the newer checkpoint committed.
+func TestNativeOpenTruncatedAfterCheckpoint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.dets")
+	tab, err := Open(path, Options{Format: Native})
+	must(t, err)
+	const n = 1100 // enough to grow the file well past the older meta's end
+	for i := range n {
+		must(t, tab.Insert(etf.Tuple{etf.Int(i)}))
+	}
+	must(t, tab.Close())
+	img, err := os.ReadFile(path)
+	must(t, err)
+	m := nativeCurrentMeta(t, img)
+	cut := img[:m.dataEnd-nativePageSize]
+	must(t, os.WriteFile(path, cut, 0o644))
+	if _, err := Open(path, Options{}); !errors.Is(err, ErrNeedsRepair) {
+		t.Fatalf("NoRepair open of the cut file: %v, want ErrNeedsRepair", err)
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, cut) {
+		t.Fatal("a refused open changed the file")
+	}
+	tab, err = Open(path, Options{Repair: AutoRepair})
+	must(t, err)
+	t.Cleanup(func() { tab.Close() })
+	if _, recovered, _ := tab.Recovery(); recovered {
+		t.Fatal("the cut file was recovered from a log, not repaired")
+	}
+	info, err := tab.Info()
+	must(t, err)
+	// The cut took the file's last page; the repair keeps what the rest
+	// holds.
+	if info.Size < n/2 {
+		t.Fatalf("the repair kept %d of %d objects", info.Size, n)
+	}
+	must(t, tab.Check())
 }
 
 func TestNativeTreeGolden(t *testing.T) {

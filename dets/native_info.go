@@ -77,7 +77,7 @@ func ReadNativeInfo(path string) (NativeInfo, error) {
 	mb, errB := decodeNativeMeta(path, hb[nativeMetaBOff:], nativeMetaBOff, &s, size)
 	m, page, fallbackOK, ok := chooseNativeMeta(ma, errA, mb, errB)
 	if !ok {
-		return NativeInfo{}, errA
+		return NativeInfo{}, nativeMetaErr(errA, errB)
 	}
 	ni := nativeInfoOf(&s, &m, page)
 	if fallbackOK {

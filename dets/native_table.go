@@ -169,7 +169,7 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 		return &repairRequest{}, nil // §11.5: the full repair, with the raw scan (native_repair.go)
 	}
 	if !ok {
-		return needs(errA)
+		return needs(nativeMetaErr(errA, errB))
 	}
 	if opts.Kind != 0 && Kind(s.kind) != opts.Kind {
 		return nil, fmt.Errorf("%w: %s is a %s, not a %s", ErrKindMismatch, t.path, Kind(s.kind), opts.Kind)

@@ -3,7 +3,10 @@
 //
 //   - FuzzOpen: arbitrary file bytes opened with NoRepair and AutoRepair.
 //     Never a panic; only typed errors; a refused file stays byte-identical;
-//     a repaired file passes Check and reopens with NoRepair.
+//     a repaired file passes Check and reopens with NoRepair. A native
+//     recovery reads only what its log names, so damage elsewhere may
+//     remain: it must be a *CorruptionError in the input, outside every
+//     byte the open wrote, and ForceRepair must then give a clean table.
 //   - FuzzRepair: a valid fixture file of each kind damaged by bit flips,
 //     truncations, zeroed and copied ranges chosen by the fuzz input, then
 //     dets.Repair. Never a panic; only typed errors; a refused file stays
@@ -12,6 +15,10 @@
 //     freed bucket, so deleted or overwritten objects may return: otp9 has no
 //     sequence numbers) or objects that visibly fail their own CRC (otp9
 //     objects carry no checksum).
+//
+// TestOpenDamagedNative runs FuzzOpen's property on seeded random damage of
+// the native files, so that plain go test reaches what fuzzing a large
+// input finds only by chance.
 //
 // FuzzRepair damages, besides the closed fixtures, the native fixtures as
 // their killed writers left them (repairSources).
