@@ -26,6 +26,12 @@ content run, with a preview of texts and numbers. --offset N does the same
 for the bucket that holds byte N, or shows 64 bytes from N named by the
 region they are in (header, part table, part, segment, free lists).
 
+A native file gets its own view: the superblock and both metas (which one
+is current), the root, parts and segments, the free record and the log of
+the current epoch (whether the file was closed properly). It is read a
+node at a time, so any size can be inspected; --slot and --offset work as
+above, and --redact is for otp9 files only.
+
 --redact replaces every key and value byte (atom texts, string and binary
 bytes, integer digits, floats, the identifiers in pids, ports, references
 and funs) with a placeholder of the same length, and keeps sizes, tags and
@@ -91,6 +97,15 @@ func (c *cmdCtx) inspect(path string, a inspectArgs) error {
 	}
 	var text string
 	err := exclusive.Locked(path, exclusive.Options{Wait: c.waitOption()}, func(resolved string) error {
+		if native, err := isNativeFile(resolved); err != nil {
+			return err
+		} else if native {
+			if a.redact {
+				return errors.New("--redact works on otp9 files only; this is a native file (the native redactor is not built yet)")
+			}
+			text, err = inspectNativeFile(path, resolved, a)
+			return err
+		}
 		im, err := dets.ReadImage(resolved)
 		if err != nil {
 			return &codedError{exitCode(err), fmt.Errorf("%s: %v", path, trimPkg(err.Error()))}
@@ -149,7 +164,7 @@ func inspectText(path string, im *dets.Image, a inspectArgs) (string, error) {
 	case a.slot >= 0:
 		e, err := im.Slot(a.slot)
 		if err != nil {
-			return "", usagef("%s: %v", path, trimPkg(err.Error()))
+			return "", usagef("%v", trimPkg(err.Error()))
 		}
 		fmt.Fprintf(&b, "slot %d: entry at %d: size %d, pointer %d\n", e.Slot, e.At, e.Size, e.Ptr)
 		if e.Size == 0 {
@@ -163,7 +178,7 @@ func inspectText(path string, im *dets.Image, a inspectArgs) (string, error) {
 		b.WriteString(dets.FormatRows(im.AnnotateBucket(e.Ptr, e.Size)))
 	case a.offset >= 0:
 		if a.offset >= size {
-			return "", usagef("%s: offset %d is beyond the end of the file (%d bytes)", path, a.offset, size)
+			return "", usagef("offset %d is beyond the end of the file (%d bytes)", a.offset, size)
 		}
 		r := im.RegionOf(a.offset)
 		fmt.Fprintf(&b, "offset %d: in %s\n", a.offset, r)

@@ -158,3 +158,67 @@ ok = dets:close(T),
 		t.Error("the redacted copy contains \"confidential\"")
 	}
 }
+
+// TestInspectNative: inspect reads a native file as native (it used to
+// print the bytes as an otp9 header), a node at a time, with --slot and
+// --offset, and refuses --redact, which only otp9 files have, leaving the
+// file as it was.
+func TestInspectNative(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "n.dets")
+	makeTable(t, path, dets.Options{Format: dets.Native}, tup("alpha", []byte("first value")), tup("beta", 2))
+	before := fileHash(t, path)
+	r := must(t, "inspect", path)
+	for _, want := range []string{"native format", `"NAT1"`, "superblock: sound", "valid, current", "parts (1)", "segments (1)",
+		"free record:", "closed properly"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("inspect lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "cookie") {
+		t.Errorf("inspect shows a native file as otp9:\n%s", r.stdout)
+	}
+	tab, err := dets.Open(path, dets.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := tab.Stats()
+	tab.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := itoa(int(st.LargestObjectSlot))
+	r = must(t, "inspect", "--slot", slot, path)
+	for _, want := range []string{"slot " + slot + ": entry at", "hxh: checksum ok", "oxh: checksum ok", "version 131",
+		`binary bytes "first value"`, `atom text "alpha"`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("inspect --slot lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	part := regexp.MustCompile(`parts \(1\):\n\s+0 at \d+\s+-> (\d+)`).FindStringSubmatch(must(t, "inspect", path).stdout)
+	if part == nil {
+		t.Fatal("inspect names no part")
+	}
+	for off, want := range map[string]string{"20": "in superblock", "4100": "in meta A", part[1]: "in part 0"} {
+		if r := must(t, "inspect", "--offset", off, path); !strings.Contains(r.stdout, want) {
+			t.Errorf("inspect --offset %s lacks %q:\n%s", off, want, r.stdout)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"inspect", "--redact", path}, "otp9 files only"},
+		{[]string{"inspect", "--offset", "99999999", path}, "beyond the end"},
+		{[]string{"inspect", "--slot", "99999999", path}, "no such slot"},
+	} {
+		r := runDets(t, c.args...)
+		r.want(t, exitError, c.args...)
+		if !strings.Contains(r.stderr, c.msg) || strings.Count(r.stderr, path) != 1 {
+			t.Errorf("dets %v: %q", c.args, r.stderr)
+		}
+	}
+	if fileHash(t, path) != before {
+		t.Error("inspect changed the file")
+	}
+}
