@@ -54,14 +54,11 @@ type RedactStats struct {
 // Redact returns a redacted copy of the image (see above). im is not
 // changed.
 func (im *Image) Redact() (*Image, RedactStats, error) {
-	r := redactor{im: im, out: append([]byte(nil), im.b...), covered: make([]bool, len(im.b))}
-	if _, err := rand.Read(r.key[:]); err != nil {
+	r, err := newRedactor(im.b, int64(im.h.keyPos))
+	if err != nil {
 		return nil, RedactStats{}, err
 	}
-	r.keyPos = int(im.h.keyPos)
-	if r.keyPos < 1 || r.keyPos > 1<<20 {
-		r.keyPos = 1
-	}
+	r.kind = im.kindOrGuess()
 	size := int64(len(im.b))
 	r.keep(0, baseAddr)
 	r.keep(size-trailerSize, trailerSize)
@@ -85,7 +82,6 @@ func (im *Image) Redact() (*Image, RedactStats, error) {
 	if flErr == nil {
 		r.keep(end, 12) // the terminator
 	}
-	var err error
 	im.slots(func(e SlotEntry) {
 		if err == nil && e.Size > 0 && im.inBlock(e.Ptr, e.Size) {
 			_, err = r.bucket(e.Ptr, e.Size, false)
@@ -112,23 +108,42 @@ func (im *Image) Redact() (*Image, RedactStats, error) {
 			off += n - 1
 		}
 	}
+	r.zeroRest()
+	out, err := NewImage(r.out)
+	return out, r.stats, err
+}
+
+type redactor struct {
+	src     []byte // the original file
+	kind    Kind   // otp9: the bucket layout
+	out     []byte
+	covered []bool // bytes kept or replaced on purpose; the rest is zeroed
+	key     [32]byte
+	keyPos  int
+	stats   RedactStats
+}
+
+// newRedactor starts the redaction of a copy of src, a table whose key
+// position is keyPos (an unusable one counts as 1).
+func newRedactor(src []byte, keyPos int64) (*redactor, error) {
+	r := &redactor{src: src, out: append([]byte(nil), src...), covered: make([]bool, len(src)), keyPos: int(keyPos)}
+	if _, err := rand.Read(r.key[:]); err != nil {
+		return nil, err
+	}
+	if keyPos < 1 || keyPos > 1<<20 {
+		r.keyPos = 1
+	}
+	return r, nil
+}
+
+// zeroRest zeroes every byte that no keep covered.
+func (r *redactor) zeroRest() {
 	for i, c := range r.covered {
 		if !c && r.out[i] != 0 {
 			r.out[i] = 0
 			r.stats.ZeroedBytes++
 		}
 	}
-	out, err := NewImage(r.out)
-	return out, r.stats, err
-}
-
-type redactor struct {
-	im      *Image
-	out     []byte
-	covered []bool // bytes kept or replaced on purpose; the rest is zeroed
-	key     [32]byte
-	keyPos  int
-	stats   RedactStats
 }
 
 func (r *redactor) keep(off, n int64) {
@@ -152,7 +167,7 @@ func (r *redactor) anyCovered(off, n int64) bool {
 // and reports whether it did; otherwise what parses is redacted and the
 // rest is left to be zeroed. The error is ErrCannotRedact.
 func (r *redactor) bucket(ptr, n int64, strict bool) (bool, error) {
-	b := r.im.b
+	b := r.src
 	type span struct{ off, n int64 }
 	var sizes, objects []span
 	ok := true
@@ -173,8 +188,7 @@ func (r *redactor) bucket(ptr, n int64, strict bool) (bool, error) {
 		}
 	}
 	body, end := ptr+bucketHeaderSize, ptr+n
-	kind := r.im.kindOrGuess()
-	if kind == Set {
+	if r.kind == Set {
 		records(body, end, 5, func(off, m int64) { objects = append(objects, span{off + 4, m - 4}) })
 	} else {
 		records(body, end, 9, func(off, m int64) {
@@ -207,7 +221,7 @@ func (r *redactor) bucket(ptr, n int64, strict bool) (bool, error) {
 // does not parse is left to be zeroed, but its version byte, unless it
 // is an intact term the walk cannot read (ErrCannotRedact).
 func (r *redactor) object(off, n int64) error {
-	enc := r.im.b[off : off+n]
+	enc := r.src[off : off+n]
 	var items []etfItem
 	w := etfWalker{b: enc, fn: func(it etfItem) { items = append(items, it) }}
 	if err := w.object(); err != nil {

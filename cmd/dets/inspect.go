@@ -29,8 +29,8 @@ region they are in (header, part table, part, segment, free lists).
 A native file gets its own view: the superblock and both metas (which one
 is current), the root, parts and segments, the free record and the log of
 the current epoch (whether the file was closed properly). It is read a
-node at a time, so any size can be inspected; --slot and --offset work as
-above, and --redact is for otp9 files only.
+node at a time, so any size can be inspected (--redact, which copies the
+file in memory, up to 2 GiB); --slot, --offset and --redact work as above.
 
 --redact replaces every key and value byte (atom texts, string and binary
 bytes, integer digits, floats, the identifiers in pids, ports, references
@@ -100,9 +100,6 @@ func (c *cmdCtx) inspect(path string, a inspectArgs) error {
 		if native, err := isNativeFile(resolved); err != nil {
 			return err
 		} else if native {
-			if a.redact {
-				return errors.New("--redact works on otp9 files only; this is a native file (the native redactor is not built yet)")
-			}
 			text, err = inspectNativeFile(path, resolved, a)
 			return err
 		}
@@ -120,8 +117,7 @@ func (c *cmdCtx) inspect(path string, a inspectArgs) error {
 			if err := writeNew(a.out, im.Bytes()); err != nil {
 				return err
 			}
-			text = fmt.Sprintf("%s: redacted copy written to %s: %d objects in %d buckets, %d content bytes replaced, %d other bytes zeroed (check it with 'dets check --redacted %s')\n",
-				path, a.out, st.Objects, st.Buckets, st.ContentBytes, st.ZeroedBytes, a.out)
+			text = redactedLine(path, a.out, st)
 			return nil
 		}
 		text, err = inspectText(path, im, a)
@@ -132,6 +128,12 @@ func (c *cmdCtx) inspect(path string, a inspectArgs) error {
 	}
 	_, err = fmt.Fprint(c.stdout, text)
 	return err
+}
+
+// redactedLine is what inspect --redact --out prints.
+func redactedLine(path, out string, st dets.RedactStats) string {
+	return fmt.Sprintf("%s: redacted copy written to %s: %d objects in %d buckets, %d content bytes replaced, %d other bytes zeroed (check it with 'dets check --redacted %s')\n",
+		path, out, st.Objects, st.Buckets, st.ContentBytes, st.ZeroedBytes, out)
 }
 
 // writeNew writes b to a new file at path, synced; a failed write removes it.

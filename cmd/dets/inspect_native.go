@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +44,21 @@ func inspectNativeFile(path, resolved string, a inspectArgs) (string, error) {
 	im, err := dets.NewNativeImage(path, f, st.Size())
 	if err != nil {
 		return "", &codedError{exitCode(err), fmt.Errorf("%s: %v", path, trimPkg(err.Error()))}
+	}
+	if a.redact {
+		red, st, err := im.Redact()
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", path, trimPkg(err.Error()))
+		}
+		if a.out != "" {
+			if err := writeNew(a.out, red); err != nil {
+				return "", err
+			}
+			return redactedLine(path, a.out, st), nil
+		}
+		if im, err = dets.NewNativeImage(path, bytes.NewReader(red), int64(len(red))); err != nil {
+			return "", err
+		}
 	}
 	var b strings.Builder
 	switch {

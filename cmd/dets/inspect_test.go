@@ -161,8 +161,8 @@ ok = dets:close(T),
 
 // TestInspectNative: inspect reads a native file as native (it used to
 // print the bytes as an otp9 header), a node at a time, with --slot and
-// --offset, and refuses --redact, which only otp9 files have, leaving the
-// file as it was.
+// --offset, and leaves the file as it was (TestInspectNativeRedact covers
+// --redact).
 func TestInspectNative(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "n.dets")
@@ -208,7 +208,6 @@ func TestInspectNative(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"inspect", "--redact", path}, "otp9 files only"},
 		{[]string{"inspect", "--offset", "99999999", path}, "beyond the end"},
 		{[]string{"inspect", "--slot", "99999999", path}, "no such slot"},
 	} {
