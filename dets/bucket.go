@@ -23,6 +23,10 @@ type object struct {
 	term etf.Term
 	enc  []byte // term_to_binary bytes, without the ObjSz prefix
 	kenc []byte // the key element's bytes inside enc, or nil (compressed)
+	// sum is the checksum of enc's native record when enc was read from
+	// one and verified (parseNative), so that a rewrite copies it instead
+	// of hashing again (docs/format-native.md §6.3); 0 means unknown.
+	sum uint64
 }
 
 // decoded returns o's term, decoding it on first use.

@@ -111,19 +111,24 @@ func encodeNativeBucket(buf []byte, h nativeBucketHead, gs []group) []byte {
 	h.encode(buf)
 	for i := range gs {
 		for j := range gs[i].objs {
-			buf = appendNativeObject(buf, gs[i].objs[j].enc)
+			buf = appendNativeObject(buf, gs[i].objs[j].enc, gs[i].objs[j].sum)
 		}
 	}
 	return buf
 }
 
-// appendNativeObject appends the object record of enc (§6.3) to dst.
-func appendNativeObject(dst, enc []byte) []byte {
+// appendNativeObject appends the object record of enc (§6.3) to dst. sum
+// is the record's checksum when the caller read and verified it (a copy
+// moves the record verbatim, §6.3), or 0 to compute it.
+func appendNativeObject(dst, enc []byte, sum uint64) []byte {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
 	dst = binary.AppendUvarint(dst, uint64(len(enc)))
 	dst = append(dst, enc...)
-	le.PutUint64(dst[start:], xxhash.Sum64(dst[start+8:]))
+	if sum == 0 {
+		sum = xxhash.Sum64(dst[start+8:])
+	}
+	le.PutUint64(dst[start:], sum)
 	return dst
 }
 

@@ -425,10 +425,18 @@ func TestNativeBucketGolden(t *testing.T) {
 	enc, err := etf.Encode(obj)
 	must(t, err)
 	golden(t, "object ETF", enc, hx(t, "83 68 02 64 00 01 61 61 01"))
-	rec := appendNativeObject(nil, enc)
+	rec := appendNativeObject(nil, enc, 0)
 	golden(t, "object record", rec, hx(t, "3cbb8d01baa57f90 | 09 | 83 68 02 64 00 01 61 61 01"))
+	// A known checksum is copied, not computed (a rewrite of a record
+	// parseNative verified moves it verbatim, §6.3).
+	if r := appendNativeObject(nil, enc, le.Uint64(rec)); !bytes.Equal(r, rec) {
+		t.Fatalf("record with its known checksum: % x", r)
+	}
+	if r := appendNativeObject(nil, enc, 42); le.Uint64(r) != 42 {
+		t.Fatalf("the given checksum was not used: % x", r[:8])
+	}
 	long := append([]byte{131, 109, 0, 0, 0, 195}, bytes.Repeat([]byte{7}, 195)...)
-	if r := appendNativeObject(nil, long); !bytes.Equal(r[8:10], []byte{0xc9, 0x01}) || len(r) != nativeObjectRecordSize(len(long)) {
+	if r := appendNativeObject(nil, long, 0); !bytes.Equal(r[8:10], []byte{0xc9, 0x01}) || len(r) != nativeObjectRecordSize(len(long)) {
 		t.Fatalf("201-byte object: length bytes % x, record %d bytes", r[8:10], len(r))
 	}
 	kenc := keySpan(enc, 1)
@@ -468,7 +476,7 @@ func TestNativeBucketGolden(t *testing.T) {
 
 func TestNativeBucketRefusals(t *testing.T) {
 	enc, _ := etf.Encode(etf.Tuple{etf.Atom("a"), etf.Int(1)})
-	rec := appendNativeObject(nil, enc)
+	rec := appendNativeObject(nil, enc, 0)
 	slot := uint32(nativeKeyHash(keySpan(enc, 1)) & 1023)
 	good := nativeBucketHead{seq: 5, slot: slot, level: 10, size: uint64(32 + len(rec))}
 	bucket := func(h nativeBucketHead, body []byte) []byte {
@@ -479,7 +487,7 @@ func TestNativeBucketRefusals(t *testing.T) {
 	with := func(edit func(h *nativeBucketHead)) nativeBucketHead { h := good; edit(&h); return h }
 	nonMinimal := append([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0x88, 0x00}, enc...)
 	reseal(nonMinimal, 0, 8, len(nonMinimal))
-	notTuple := appendNativeObject(nil, []byte{131, 97, 1})
+	notTuple := appendNativeObject(nil, []byte{131, 97, 1}, 0)
 	cases := []struct {
 		name string
 		b    []byte
@@ -681,7 +689,7 @@ func TestNativeCodecRoundTrip(t *testing.T) {
 		for j := range enc {
 			enc[j] = byte(r.Uint32())
 		}
-		or := appendNativeObject([]byte{1, 2, 3}, enc)
+		or := appendNativeObject([]byte{1, 2, 3}, enc, 0)
 		if d, n, err := decodeNativeObject("f", or[3:], 0); err != nil || n != len(or)-3 || !bytes.Equal(d, enc) {
 			t.Fatalf("%s: object of %d bytes: %d, %v", what, len(enc), n, err)
 		}

@@ -90,16 +90,16 @@ func FuzzNativeFreeRecord(f *testing.F) {
 // record must be exactly what appendNativeObject writes for its ETF.
 func FuzzNativeObject(f *testing.F) {
 	enc, _ := etf.Encode(etf.Tuple{etf.Atom("a"), etf.Int(1)})
-	rec := appendNativeObject(nil, enc)
+	rec := appendNativeObject(nil, enc, 0)
 	f.Add(rec, uint16(64), uint8(1))
-	f.Add(appendNativeObject(nil, []byte{131, 97, 1}), uint16(64), uint8(1))
+	f.Add(appendNativeObject(nil, []byte{131, 97, 1}, 0), uint16(64), uint8(1))
 	h := nativeBucketHead{seq: 1, slot: uint32(nativeKeyHash(keySpan(enc, 1)) & 511), level: 9, size: uint64(32 + len(rec))}
 	b := make([]byte, 32)
 	h.encode(b)
 	f.Add(append(b, rec...), uint16(64), uint8(1))
 	f.Fuzz(func(t *testing.T, data []byte, room uint16, keyPos uint8) {
 		if e, n, err := decodeNativeObject("f", data, 0); err == nil {
-			if n > len(data) || !bytes.Equal(appendNativeObject(nil, e), data[:n]) {
+			if n > len(data) || !bytes.Equal(appendNativeObject(nil, e, 0), data[:n]) {
 				t.Fatalf("accepted record of %d bytes is not its own encoding", n)
 			}
 			nativeObjectKey(e, int(keyPos))

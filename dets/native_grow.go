@@ -59,7 +59,7 @@ func (t *Table) nativeGrow() error {
 					continue
 				}
 				for _, o := range gs[k].objs {
-					body = appendNativeObject(body, o.enc)
+					body = appendNativeObject(body, o.enc, o.sum)
 				}
 				if pass == 0 {
 					p.keepKeys++

@@ -312,7 +312,7 @@ func TestNativeVerifyPut(t *testing.T) {
 		}
 	}
 
-	obj := appendNativeObject(nil, []byte{131, 104, 2, 97, 7, 97, 8})
+	obj := appendNativeObject(nil, []byte{131, 104, 2, 97, 7, 97, 8}, 0)
 	kenc := keySpan(obj[9:], 1)
 	slot := uint32(nativeKeyHash(kenc) & 511)
 	bucket := func(seq uint64, slot uint32, body []byte) ([]byte, uint64) {

@@ -345,8 +345,9 @@ func (t *Table) nativeBucketBody(slot uint64, e slotEntry, b []byte) ([]byte, er
 // groups, verifying every object record (§6.3), reusing gs and objs.
 func (t *Table) parseNative(b []byte, e slotEntry, gs []group, objs []object) ([]group, []object, error) {
 	gs, objs = gs[:0], objs[:0]
-	h, err := walkNativeBucket(t.path, b, e.ptr, uint64(e.size), t.keyPos, func(_ int64, enc, kenc []byte) error {
-		objs = append(objs, object{enc: enc, kenc: kenc})
+	h, err := walkNativeBucket(t.path, b, e.ptr, uint64(e.size), t.keyPos, func(recOff int64, enc, kenc []byte) error {
+		// The walk verified the record's checksum: a rewrite reuses it.
+		objs = append(objs, object{enc: enc, kenc: kenc, sum: le.Uint64(b[recOff-e.ptr:])})
 		return nil
 	})
 	if err != nil {

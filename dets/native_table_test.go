@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	mdl "github.com/godets/godets/internal/model"
 	"math/rand"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/godets/godets/etf"
+	mdl "github.com/godets/godets/internal/model"
 )
 
 // forEachFormat runs f once per file format, as a subtest named after it
@@ -295,4 +296,32 @@ func imageLog(t *testing.T, path string, img []byte, nat *nativeState) nativeLog
 	lg, err := readNativeLog(path, read, nat.super.fileID, nat.meta.gen, nat.meta.seq, nat.super.base, uint64(len(img)))
 	must(t, err)
 	return lg
+}
+
+// TestNativeParseKeepsRecordSums: parseNative gives each object the
+// checksum of the record it verified, which a rewrite of the bucket then
+// copies instead of hashing the object again.
+func TestNativeParseKeepsRecordSums(t *testing.T) {
+	tab, err := Open(filepath.Join(t.TempDir(), "t.dets"), Options{Format: Native, Kind: Bag})
+	must(t, err)
+	t.Cleanup(func() { tab.Close() })
+	for i := range 3 {
+		must(t, tab.Insert(etf.Tuple{etf.Int(7), etf.Int(i)}))
+	}
+	slot := tab.slotFor(tab.hashKey(etf.Int(7)))
+	e, err := tab.entry(slot)
+	must(t, err)
+	b := make([]byte, e.size)
+	must(t, readFull(tab.f, b, e.ptr))
+	gs, objs, err := tab.parseNative(b, e, nil, nil)
+	must(t, err)
+	if len(gs) != 1 || len(objs) != 3 {
+		t.Fatalf("%d groups, %d objects", len(gs), len(objs))
+	}
+	for _, o := range objs {
+		rec := appendNativeObject(nil, o.enc, 0)
+		if o.sum != le.Uint64(rec) {
+			t.Fatalf("object %x: sum %#x, its record's checksum %#x", o.enc, o.sum, le.Uint64(rec))
+		}
+	}
 }
