@@ -210,7 +210,10 @@ func TestNativeCheckLostFraming(t *testing.T) {
 // object, and each is found.
 func TestNativeCheckStructure(t *testing.T) {
 	cases := map[string]func(tab *Table, b []byte){
-		"segment": func(tab *Table, b []byte) { b[tab.nat.segs[0].off+16] ^= 1 },
+		"segment": func(tab *Table, b []byte) {
+			must(t, tab.nativeLoadPart(0)) // parts are read at first use
+			b[tab.nat.segs[0].off+16] ^= 1
+		},
 		"free record": func(tab *Table, b []byte) {
 			b[tab.nat.meta.freeOff+16] ^= 1
 		},

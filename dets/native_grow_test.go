@@ -2,8 +2,10 @@ package dets
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand"
+	"os"
 	"slices"
 	"testing"
 
@@ -246,6 +248,84 @@ func TestNativeGrowNewPart(t *testing.T) {
 	must(t, tab.Close())
 }
 
+// TestNativePartsReadAtFirstUse: an open reads no part (§5.1); growth
+// that appends a segment to a part no access has read, then a checkpoint,
+// keeps that part's other children (the checkpoint reads the part before
+// it writes its new version); and a damaged part fails the reads under it,
+// not the open (§11.5), leaving the file as it was.
+func TestNativePartsReadAtFirstUse(t *testing.T) {
+	path := tmpFile(t, "parts.dets")
+	tab := openT(t, path, Options{Format: Native, MinSlots: nativeSlotsPerPart})
+	const n = 3000
+	for i := range n {
+		must(t, tab.Insert(tup(etf.Int(int64(i)), bin("v"))))
+	}
+	grow := func() {
+		tab.mu.Lock()
+		err := tab.nativeBeginWrite() // what a write's begin does: the allocator
+		if err == nil {
+			err = tab.nativeGrow()
+		}
+		tab.mu.Unlock()
+		must(t, err)
+	}
+	grow() // a second part, of one segment
+	must(t, tab.Close())
+
+	tab = openT(t, path, Options{})
+	for p := range tab.nat.parts {
+		if tab.nat.segs[p*nativeSegsPerPart].off != 0 {
+			t.Fatalf("part %d was read at open", p)
+		}
+	}
+	grow() // splits segment 1 (part 0) and appends segment 257 to part 1, unread
+	if tab.nat.segs[nativeSegsPerPart].off != 0 {
+		t.Fatal("the step read part 1; the test needs it unread")
+	}
+	must(t, tab.Close())
+	tab = openT(t, path, Options{})
+	if tab.h.next != nativeSlotsPerPart+2*nativeSlotsPerSeg {
+		t.Fatalf("reopened with %d slots", tab.h.next)
+	}
+	must(t, tab.Check())
+	for i := range n {
+		if ok, err := tab.Member(etf.Int(int64(i))); err != nil || !ok {
+			t.Fatalf("Member(%d) = %v, %v", i, ok, err)
+		}
+	}
+	part1 := tab.nat.parts[1].off
+	must(t, tab.Close())
+
+	b, err := os.ReadFile(path)
+	must(t, err)
+	b[part1+20] ^= 1
+	must(t, os.WriteFile(path, b, 0o644))
+	tab, err = Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("open of a file with a damaged part: %v", err)
+	}
+	defer tab.Close()
+	var bad, good int
+	for i := range n {
+		_, err := tab.Member(etf.Int(int64(i)))
+		var ce *CorruptionError
+		switch {
+		case err == nil:
+			good++
+		case errors.As(err, &ce) && ce.Section == "part" && ce.Offset == int64(part1):
+			bad++
+		default:
+			t.Fatalf("Member(%d): %v", i, err)
+		}
+	}
+	if bad == 0 || good == 0 {
+		t.Fatalf("%d keys read, %d failed under the damaged part", good, bad)
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, b) {
+		t.Fatal("the open changed the file")
+	}
+}
+
 // nativeNamedRanges lists the byte ranges of tab's file that its current
 // meta and the epoch's log name: the tree's nodes, the free record, the
 // log pages and every live bucket's cell or block. A write that must keep
@@ -260,16 +340,16 @@ func nativeNamedRanges(t *testing.T, tab *Table) [][2]uint64 {
 	for _, b := range nat.logBlocks {
 		rs = append(rs, [2]uint64{b, b + nativeLogBlockSize})
 	}
-	for _, c := range slices.Concat(nat.segs, nat.parts) {
-		if c.off != 0 {
-			rs = append(rs, [2]uint64{c.off, c.off + nativePageSize})
-		}
-	}
-	for slot := range tab.h.next {
+	for slot := range tab.h.next { // reads every part, so that segs is whole
 		e, err := tab.entry(slot)
 		must(t, err)
 		if e.size != 0 {
 			rs = append(rs, [2]uint64{uint64(e.ptr), uint64(e.ptr + e.size)})
+		}
+	}
+	for _, c := range slices.Concat(nat.segs, nat.parts) {
+		if c.off != 0 {
+			rs = append(rs, [2]uint64{c.off, c.off + nativePageSize})
 		}
 	}
 	return rs

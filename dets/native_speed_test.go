@@ -64,8 +64,9 @@ func mustDecodeBody(t *testing.T, b []byte) etf.Term {
 
 // TestNativeOpenAllocs: opening a closed native file allocates no more than
 // opening the same objects' otp9 file (issue 19's open target): the header
-// pages come from a pool, the root and the part before it are read into
-// that buffer, and a log head that does not pass builds no error.
+// pages come from a pool, the root is read into that buffer, no part is
+// read (§5.1: at the first access under it), and a log head that does not
+// pass builds no error.
 func TestNativeOpenAllocs(t *testing.T) {
 	opens := map[Format]float64{}
 	for _, f := range []Format{OTP9, Native} {

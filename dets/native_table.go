@@ -35,7 +35,7 @@ type nativeState struct {
 	meta    nativeMeta // the current meta
 	metaOff int64      // its page
 	parts   []nativeChild
-	segs    []nativeChild // per segment: its block and checksum
+	segs    []nativeChild // per segment: its block and checksum (see nativeLoadPart)
 	dirty   map[uint64]struct{}
 	alloc   *nativeAlloc // loaded from the free record at the first write
 	seq     uint64       // the last sequence number issued
@@ -179,47 +179,24 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 	}
 	nat := &nativeState{super: s, meta: m, metaOff: page, seq: m.seq, dirty: map[uint64]struct{}{}}
 	// The superblock and metas are decoded: their pages' buffer, below
-	// the log heads that §11.1 reads, holds a small root and the parts. A
-	// checkpoint writes the last part just before the root (§10.3), so the
-	// root's read takes that page too: a table of one part opens with one
-	// read fewer.
-	lo := m.rootOff
-	if lo >= s.base+nativePageSize && m.rootLen+nativePageSize <= nativeLogHeadOff {
-		lo -= nativePageSize
-	}
+	// the log heads that §11.1 reads, holds a small root.
 	var rb []byte
-	if span := m.rootOff - lo + m.rootLen; span <= nativeLogHeadOff {
-		if err := readFull(t.f, hb[:span], int64(lo)); err != nil {
-			return nil, t.ioErr("root", int64(lo), err)
-		}
-		rb = hb[m.rootOff-lo : span]
+	if m.rootLen <= nativeLogHeadOff {
+		rb = hb[:m.rootLen]
 	} else {
 		rb = make([]byte, m.rootLen)
-		if err := readFull(t.f, rb, int64(m.rootOff)); err != nil {
-			return nil, t.ioErr("root", int64(m.rootOff), err)
-		}
+	}
+	if err := readFull(t.f, rb, int64(m.rootOff)); err != nil {
+		return nil, t.ioErr("root", int64(m.rootOff), err)
 	}
 	if nat.parts, err = decodeNativeRoot(t.path, rb, &m, s.base, nil); err != nil {
 		return needs(err)
 	}
 	nsegs := m.next / nativeSlotsPerSeg
-	nat.segs = make([]nativeChild, 0, nsegs)
-	pb := hb[:nativePageSize]
-	var children [nativeSegsPerPart]nativeChild
-	prefetched := lo != m.rootOff // hb[:4096] holds the page at lo
-	for p, pc := range nat.parts {
-		if !prefetched || pc.off != lo {
-			if err := readFull(t.f, pb, int64(pc.off)); err != nil {
-				return nil, t.ioErr("part", int64(pc.off), err)
-			}
-		}
-		prefetched = false
-		used := nativeSegsInPart(m.next, uint64(p))
-		if err := decodeNativePart(t.path, pb, int64(pc.off), pc.sum, used, s.base, m.dataEnd, &children); err != nil {
-			return nil, err // §11.5: reads under a damaged node fail; here that is every read
-		}
-		nat.segs = append(nat.segs, children[:used]...)
-	}
+	// The parts are read at the first access to one of their segments
+	// (nativeLoadPart): a clean open reads the root and no part, and a
+	// damaged part fails the reads under it, not the open (§11.5).
+	nat.segs = make([]nativeChild, nsegs)
 	// §11.1: closed properly unless the first record of the epoch's log passes.
 	head := nativeLogHead(m.gen)
 	recovering := false
@@ -246,10 +223,7 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 	t.kind, t.keyPos = Kind(s.kind), int(s.keyPos)
 	t.h = header{shape: shape{m: m.m, n: m.n, next: m.next, minSlots: s.minSlots, maxSlots: s.maxSlots,
 		noObjects: m.noObjects, noKeys: m.noKeys}}
-	t.segs = make([]int64, nsegs)
-	for i, c := range nat.segs {
-		t.segs[i] = int64(c.off)
-	}
+	t.segs = make([]int64, nsegs) // native reads no entry on its own: filled as parts are read
 	t.segCache = make([]*[slotsPerSeg]slotWord, m.next/slotsPerSeg)
 	t.entryReads = singleEntryReads // a segment is verified whole (§5.1)
 	t.fileEnd = int64(m.dataEnd)
@@ -280,6 +254,9 @@ func (t *Table) startEpoch() {
 func (t *Table) nativeSegment(s uint64) (*[slotsPerSeg]slotWord, error) {
 	nat := t.nat
 	seg := s / 2
+	if err := t.nativeLoadPart(seg / nativeSegsPerPart); err != nil {
+		return nil, err
+	}
 	c := nat.segs[seg]
 	b := make([]byte, nativePageSize)
 	if err := t.readAt(b, int64(c.off)); err != nil {
@@ -297,6 +274,36 @@ func (t *Table) nativeSegment(s uint64) (*[slotsPerSeg]slotWord, error) {
 		t.segCache[2*seg+half] = pg
 	}
 	return t.segCache[s], nil
+}
+
+// nativeLoadPart reads and verifies part p, if it is on disk and not read
+// yet, and copies its children into segs: a part is read at the first
+// access to one of its segments (§5.1), not at open. A part on disk has
+// at least one child, whose offset is never 0, so a zero first child
+// marks it unread; a part growth added is not on disk (offset 0) until
+// the checkpoint writes it with all its children. The part has the
+// children of the last checkpoint's next: growth since then appends past
+// them, and those stay as they are.
+func (t *Table) nativeLoadPart(p uint64) error {
+	nat := t.nat
+	pc, lo := nat.parts[p], int(p)*nativeSegsPerPart
+	if pc.off == 0 || nat.segs[lo].off != 0 {
+		return nil
+	}
+	n := nativeSegsInPart(nat.meta.next, p)
+	b := make([]byte, nativePageSize)
+	if err := t.readAt(b, int64(pc.off)); err != nil {
+		return t.ioErr("part", int64(pc.off), err)
+	}
+	var children [nativeSegsPerPart]nativeChild
+	if err := decodeNativePart(t.path, b, int64(pc.off), pc.sum, n, nat.super.base, uint64(t.fileEnd), &children); err != nil {
+		return err
+	}
+	copy(nat.segs[lo:lo+n], children[:n])
+	for i, c := range children[:n] {
+		t.segs[lo+i] = int64(c.off)
+	}
+	return nil
 }
 
 // nativeBeginWrite loads the allocator from the current meta's free
@@ -632,6 +639,12 @@ func (t *Table) nativeCheckpoint(durable, byClose bool) error {
 			for i, w := range pg {
 				es[half*slotsPerSeg+uint64(i)] = nativeEntry(w)
 			}
+		}
+		// Its part is encoded below from all of segs: its other
+		// children must be read first (a segment growth added may sit in
+		// a part no access has read).
+		if err := t.nativeLoadPart(s / nativeSegsPerPart); err != nil {
+			return err
 		}
 		off, b, err := newPage(nat.segs[s].off)
 		if err != nil {
