@@ -36,6 +36,14 @@ func nativeInspectImages(t *testing.T, n int) (dirty, closed []byte) {
 	return dirty, closed
 }
 
+// failedRow reports whether an AnnotateBucket label says the bytes stop
+// making sense there. Content labels quote the (redacted) data, which may
+// spell any word, so only the prefixes are matched.
+func failedRow(label string) bool {
+	return strings.HasPrefix(label, "rest of the bucket") || strings.HasPrefix(label, "not a term") ||
+		strings.HasPrefix(label, "hxh: ") && label != "hxh: checksum ok"
+}
+
 // TestNativeImage: the inspection of a closed and of a killed writer's
 // native file finds every object of the tree through Slot and
 // AnnotateBucket, names the structures RegionOf is asked about, and
@@ -81,7 +89,7 @@ func TestNativeImage(t *testing.T) {
 			if r.Label == "oxh: checksum ok" {
 				seen++
 			}
-			if strings.Contains(r.Label, "not") {
+			if failedRow(r.Label) {
 				t.Fatalf("slot %d: %s", slot, r.Label)
 			}
 		}
@@ -285,7 +293,7 @@ func TestNativeRedact(t *testing.T) {
 					t.Fatalf("the log's bucket at %d: %s", e.off(), row.Label)
 				}
 			}
-			if strings.Contains(row.Label, "not") {
+			if failedRow(row.Label) {
 				t.Fatalf("the log's bucket at %d: %s", e.off(), row.Label)
 			}
 		}
