@@ -26,7 +26,7 @@ import (
 
 // maxNativeRedact bounds the file a redaction holds in memory (the file,
 // its copy and a byte a byte of bookkeeping), as otp9's images are.
-const maxNativeRedact = 1 << 31
+const maxNativeRedact int64 = 1<<31 - 1
 
 // Redact returns the bytes of a redacted copy of the file (see above). The
 // file is not changed. A file over 2 GiB is refused with ErrCannotRedact.
