@@ -24,6 +24,11 @@ type NativeImage struct {
 	metas    [2]nativeMeta
 	metaErrs [2]error
 	cur      int // the current meta's index in metas, -1 when neither is
+
+	rootParts []nativeChild // the current root, read at first use
+	rootErr   error
+	lastPart  uint64        // the part partSegs holds
+	partSegs  []nativeChild // nil until a part is read
 }
 
 // IsNativeHeader reports whether b, a file's first bytes, carries the
@@ -160,32 +165,69 @@ func (im *NativeImage) Tree() (parts, segs []Pointer, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	rb, err := im.read(m.rootOff, int(m.rootLen))
+	children, err := im.root()
 	if err != nil {
 		return nil, nil, err
 	}
-	children, err := decodeNativeRoot(im.path, rb, m, im.super.base, nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("root: %v", err)
-	}
-	var seg [nativeSegsPerPart]nativeChild
 	for p, c := range children {
 		pt := Pointer{Index: p, At: int64(m.rootOff) + 16*int64(p), Addr: int64(c.off)}
-		b, err := im.read(c.off, nativePageSize)
-		if err == nil {
-			err = decodeNativePart(im.path, b, int64(c.off), c.sum, nativeSegsInPart(m.next, uint64(p)), im.super.base, m.dataEnd, &seg)
-		}
+		seg, err := im.part(uint64(p))
 		if err != nil {
 			pt.Bad = err.Error()
-			parts = append(parts, pt)
-			continue
 		}
 		parts = append(parts, pt)
-		for i, s := range seg[:nativeSegsInPart(m.next, uint64(p))] {
+		for i, s := range seg {
 			segs = append(segs, Pointer{Index: p*nativeSegsPerPart + i, At: int64(c.off) + 16*int64(i), Addr: int64(s.off)})
 		}
 	}
 	return parts, segs, nil
+}
+
+// root reads and verifies the current meta's root, once.
+func (im *NativeImage) root() ([]nativeChild, error) {
+	if im.rootParts != nil || im.rootErr != nil {
+		return im.rootParts, im.rootErr
+	}
+	m, err := im.current()
+	if err != nil {
+		return nil, err
+	}
+	rb, err := im.read(m.rootOff, int(m.rootLen))
+	if err == nil {
+		im.rootParts, err = decodeNativeRoot(im.path, rb, m, im.super.base, nil)
+	}
+	if err != nil {
+		im.rootErr = fmt.Errorf("root: %v", err)
+	}
+	return im.rootParts, im.rootErr
+}
+
+// part reads and verifies part p of the current tree and returns its
+// segments' children; the last part read is kept, since RegionOf and
+// Redact go through the segments in order.
+func (im *NativeImage) part(p uint64) ([]nativeChild, error) {
+	if im.lastPart == p && im.partSegs != nil {
+		return im.partSegs, nil
+	}
+	children, err := im.root()
+	if err != nil {
+		return nil, err
+	}
+	m := &im.metas[im.cur]
+	if p >= uint64(len(children)) {
+		return nil, fmt.Errorf("%w: part %d is beyond the table's %d slots", ErrNoSuchSlot, p, m.next)
+	}
+	var seg [nativeSegsPerPart]nativeChild
+	n := nativeSegsInPart(m.next, p)
+	b, err := im.read(children[p].off, nativePageSize)
+	if err == nil {
+		err = decodeNativePart(im.path, b, int64(children[p].off), children[p].sum, n, im.super.base, m.dataEnd, &seg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	im.lastPart, im.partSegs = p, seg[:n]
+	return im.partSegs, nil
 }
 
 // segment reads and verifies segment i of the current tree.
@@ -194,23 +236,10 @@ func (im *NativeImage) segment(i int) (at int64, es *[nativeSlotsPerSeg]nativeEn
 	if err != nil {
 		return 0, nil, err
 	}
-	p := uint64(i) / nativeSegsPerPart
-	rb, err := im.read(m.rootOff, int(m.rootLen))
-	if err != nil {
-		return 0, nil, err
-	}
-	children, err := decodeNativeRoot(im.path, rb, m, im.super.base, nil)
-	if err != nil {
-		return 0, nil, fmt.Errorf("root: %v", err)
-	}
-	if p >= uint64(len(children)) || uint64(i)*nativeSlotsPerSeg >= m.next {
+	if uint64(i)*nativeSlotsPerSeg >= m.next {
 		return 0, nil, fmt.Errorf("%w: segment %d is beyond the table's %d slots", ErrNoSuchSlot, i, m.next)
 	}
-	var seg [nativeSegsPerPart]nativeChild
-	pb, err := im.read(children[p].off, nativePageSize)
-	if err == nil {
-		err = decodeNativePart(im.path, pb, int64(children[p].off), children[p].sum, nativeSegsInPart(m.next, p), im.super.base, m.dataEnd, &seg)
-	}
+	seg, err := im.part(uint64(i) / nativeSegsPerPart)
 	if err != nil {
 		return 0, nil, err
 	}
