@@ -179,20 +179,36 @@ func inspectText(path string, im *dets.Image, a inspectArgs) (string, error) {
 		}
 		b.WriteString(dets.FormatRows(im.AnnotateBucket(e.Ptr, e.Size)))
 	case a.offset >= 0:
-		if a.offset >= size {
-			return "", usagef("offset %d is beyond the end of the file (%d bytes)", a.offset, size)
+		if err := offsetRows(&b, im, a.offset, size); err != nil {
+			return "", err
 		}
-		r := im.RegionOf(a.offset)
-		fmt.Fprintf(&b, "offset %d: in %s\n", a.offset, r)
-		if r.Name == "bucket" {
-			b.WriteString(dets.FormatRows(im.AnnotateBucket(r.Start, r.End-r.Start)))
-			break
-		}
-		b.WriteString(dets.FormatRows(im.HexRows(a.offset, 64)))
 	default:
 		overview(&b, path, im)
 	}
 	return b.String(), nil
+}
+
+// regionView is what --offset needs of a file, in either format.
+type regionView interface {
+	RegionOf(off int64) dets.Region
+	AnnotateBucket(ptr, size int64) []dets.Annotation
+	HexRows(off, n int64) []dets.Annotation
+}
+
+// offsetRows is --offset: the region that holds byte off, then the bucket
+// it is in, annotated, or 64 bytes from off.
+func offsetRows(b *strings.Builder, v regionView, off, size int64) error {
+	if off >= size {
+		return usagef("offset %d is beyond the end of the file (%d bytes)", off, size)
+	}
+	r := v.RegionOf(off)
+	fmt.Fprintf(b, "offset %d: in %s\n", off, r)
+	if r.Name == "bucket" {
+		b.WriteString(dets.FormatRows(v.AnnotateBucket(r.Start, r.End-r.Start)))
+		return nil
+	}
+	b.WriteString(dets.FormatRows(v.HexRows(off, 64)))
+	return nil
 }
 
 func overview(b *strings.Builder, path string, im *dets.Image) {

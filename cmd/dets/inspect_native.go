@@ -74,16 +74,9 @@ func inspectNativeFile(path, resolved string, a inspectArgs) (string, error) {
 		}
 		b.WriteString(dets.FormatRows(im.AnnotateBucket(e.Ptr, e.Size)))
 	case a.offset >= 0:
-		if a.offset >= im.Size() {
-			return "", usagef("offset %d is beyond the end of the file (%d bytes)", a.offset, im.Size())
+		if err := offsetRows(&b, im, a.offset, im.Size()); err != nil {
+			return "", err
 		}
-		r := im.RegionOf(a.offset)
-		fmt.Fprintf(&b, "offset %d: in %s\n", a.offset, r)
-		if r.Name == "bucket" {
-			b.WriteString(dets.FormatRows(im.AnnotateBucket(r.Start, r.End-r.Start)))
-			break
-		}
-		b.WriteString(dets.FormatRows(im.HexRows(a.offset, 64)))
 	default:
 		nativeOverview(&b, path, im)
 	}

@@ -25,16 +25,7 @@ func TestInspect(t *testing.T) {
 		}
 	}
 	// The slot of alpha, found through the library.
-	tab, err := dets.Open(path, dets.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := tab.Stats()
-	tab.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	slot := itoa(int(st.LargestObjectSlot))
+	slot := largestObjectSlot(t, path)
 	r = must(t, "inspect", "--slot", slot, path)
 	for _, want := range []string{"slot " + slot + ": entry at", "ACTIVE", "object size", "version 131", `binary bytes "first value"`, `atom text "alpha"`} {
 		if !strings.Contains(r.stdout, want) {
@@ -75,6 +66,22 @@ func TestInspect(t *testing.T) {
 	if fileHash(t, path) != before {
 		t.Error("inspect changed the file")
 	}
+}
+
+// largestObjectSlot is the slot of the table's largest object, found
+// through the library.
+func largestObjectSlot(t *testing.T, path string) string {
+	t.Helper()
+	tab, err := dets.Open(path, dets.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := tab.Stats()
+	tab.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return itoa(int(st.LargestObjectSlot))
 }
 
 var problemRE = regexp.MustCompile(`corrupt (\w+) at offset (\d+)`)
@@ -178,16 +185,7 @@ func TestInspectNative(t *testing.T) {
 	if strings.Contains(r.stdout, "cookie") {
 		t.Errorf("inspect shows a native file as otp9:\n%s", r.stdout)
 	}
-	tab, err := dets.Open(path, dets.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := tab.Stats()
-	tab.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	slot := itoa(int(st.LargestObjectSlot))
+	slot := largestObjectSlot(t, path)
 	r = must(t, "inspect", "--slot", slot, path)
 	for _, want := range []string{"slot " + slot + ": entry at", "hxh: checksum ok", "oxh: checksum ok", "version 131",
 		`binary bytes "first value"`, `atom text "alpha"`} {
