@@ -129,6 +129,13 @@ func (im *Image) inBlock(addr, n int64) bool {
 // Parts returns the non-zero pointers of the part table.
 func (im *Image) Parts() []Pointer {
 	var ps []Pointer
+	im.eachPart(func(p Pointer) bool { ps = append(ps, p); return true })
+	return ps
+}
+
+// eachPart calls fn with each non-zero pointer of the part table, until
+// fn returns false.
+func (im *Image) eachPart(fn func(Pointer) bool) {
 	for p := range numParts {
 		at := int64(partTableOff + 4*p)
 		a := int64(be.Uint32(im.b[at:]))
@@ -139,17 +146,26 @@ func (im *Image) Parts() []Pointer {
 		if !im.inBlock(a, partSize) {
 			pt.Bad = "outside the file"
 		}
-		ps = append(ps, pt)
+		if !fn(pt) {
+			return
+		}
 	}
-	return ps
 }
 
 // Segments returns the non-zero segment pointers of the sound parts.
 func (im *Image) Segments() []Pointer {
 	var ss []Pointer
-	for _, p := range im.Parts() {
+	im.eachSegment(func(s Pointer) bool { ss = append(ss, s); return true })
+	return ss
+}
+
+// eachSegment calls fn with each non-zero segment pointer of the sound
+// parts, until fn returns false. Walks over the slots go through it, so
+// that they allocate nothing whatever the part table claims.
+func (im *Image) eachSegment(fn func(Pointer) bool) {
+	im.eachPart(func(p Pointer) bool {
 		if p.Bad != "" {
-			continue
+			return true
 		}
 		for i := range segsPerPart {
 			at := p.Addr + int64(4*i)
@@ -161,10 +177,12 @@ func (im *Image) Segments() []Pointer {
 			if !im.inBlock(a, segmentSize) {
 				s.Bad = "outside the file"
 			}
-			ss = append(ss, s)
+			if !fn(s) {
+				return false
+			}
 		}
-	}
-	return ss
+		return true
+	})
 }
 
 // SlotEntry is one slot's entry: where it is stored and the bucket it
@@ -185,27 +203,34 @@ func (im *Image) Slot(n int64) (SlotEntry, error) {
 		return SlotEntry{}, fmt.Errorf("%w: %d", ErrNoSuchSlot, n)
 	}
 	seg := int(n / slotsPerSeg)
-	for _, s := range im.Segments() {
+	var e SlotEntry
+	im.eachSegment(func(s Pointer) bool {
 		if s.Index == seg && s.Bad == "" {
 			at := s.Addr + slotEntrySize*(n%slotsPerSeg)
-			return SlotEntry{Slot: n, At: at, Size: int64(be.Uint32(im.b[at:])), Ptr: int64(be.Uint32(im.b[at+4:]))}, nil
+			e = SlotEntry{Slot: n, At: at, Size: int64(be.Uint32(im.b[at:])), Ptr: int64(be.Uint32(im.b[at+4:]))}
+			return false
 		}
+		return true
+	})
+	if e.At == 0 {
+		return SlotEntry{}, fmt.Errorf("%w: %d (segment %d is not in the file)", ErrNoSuchSlot, n, seg)
 	}
-	return SlotEntry{}, fmt.Errorf("%w: %d (segment %d is not in the file)", ErrNoSuchSlot, n, seg)
+	return e, nil
 }
 
 // slots calls fn for every entry of every sound segment.
 func (im *Image) slots(fn func(SlotEntry)) {
-	for _, s := range im.Segments() {
+	im.eachSegment(func(s Pointer) bool {
 		if s.Bad != "" {
-			continue
+			return true
 		}
 		for i := range int64(slotsPerSeg) {
 			at := s.Addr + slotEntrySize*i
 			fn(SlotEntry{Slot: int64(s.Index)*slotsPerSeg + i, At: at,
 				Size: int64(be.Uint32(im.b[at:])), Ptr: int64(be.Uint32(im.b[at+4:]))})
 		}
-	}
+		return true
+	})
 }
 
 // FreeList is one free-list record: the blocks of one buddy class.
@@ -263,6 +288,8 @@ func (r Region) String() string {
 func (im *Image) RegionOf(off int64) Region {
 	size := int64(len(im.b))
 	switch {
+	case off < 0 || off >= size:
+		return outsideFile(off)
 	case off < headerEnd:
 		return Region{"header", 0, headerEnd, -1}
 	case off < baseAddr:
@@ -270,27 +297,57 @@ func (im *Image) RegionOf(off int64) Region {
 	case off >= size-trailerSize:
 		return Region{"trailer", size - trailerSize, size, -1}
 	}
-	for _, p := range im.Parts() {
-		if off >= p.Addr && off < p.Addr+partSize {
-			return Region{"part", p.Addr, p.Addr + partSize, int64(p.Index)}
+	// gap narrows to the bytes around off that nothing names, the answer
+	// when nothing holds off, so that a walk asks once per region.
+	gap := Region{"unknown", baseAddr, size - trailerSize, -1}
+	in := func(start, n int64) bool {
+		switch {
+		case off >= start && off-start < n:
+			return true
+		case start > off:
+			gap.End = min(gap.End, start)
+		case n > 0:
+			gap.Start = max(gap.Start, start+n)
 		}
+		return false
 	}
-	for _, s := range im.Segments() {
-		if off >= s.Addr && off < s.Addr+segmentSize {
-			return Region{"segment", s.Addr, s.Addr + segmentSize, int64(s.Index)}
+	var node Region
+	im.eachPart(func(p Pointer) bool {
+		if in(p.Addr, partSize) {
+			node = Region{"part", p.Addr, p.Addr + partSize, int64(p.Index)}
 		}
+		return node.Name == ""
+	})
+	im.eachSegment(func(s Pointer) bool {
+		if node.Name == "" && in(s.Addr, segmentSize) {
+			node = Region{"segment", s.Addr, s.Addr + segmentSize, int64(s.Index)}
+		}
+		return node.Name == ""
+	})
+	if node.Name != "" {
+		return node
 	}
-	found := Region{"unknown", off, off + 1, -1}
+	var bucket Region
 	im.slots(func(e SlotEntry) {
-		if e.Size > 0 && off >= e.Ptr && off < e.Ptr+e.Size {
-			found = Region{"bucket", e.Ptr, e.Ptr + e.Size, e.Slot}
+		if bucket.Name == "" && e.Size > 0 && in(e.Ptr, e.Size) {
+			bucket = Region{"bucket", e.Ptr, e.Ptr + e.Size, e.Slot}
 		}
 	})
-	if found.Name == "unknown" && int64(im.h.freelistsPtr) >= baseAddr && off >= int64(im.h.freelistsPtr) {
-		return Region{"free lists", int64(im.h.freelistsPtr), size - trailerSize, -1}
+	if bucket.Name != "" {
+		return bucket
 	}
-	return found
+	if fl := int64(im.h.freelistsPtr); fl >= baseAddr {
+		if off >= fl {
+			return Region{"free lists", fl, size - trailerSize, -1}
+		}
+		in(fl, size-trailerSize-fl)
+	}
+	return gap
 }
+
+// outsideFile is the region RegionOf gives an offset that is not in the
+// file: one byte, named so.
+func outsideFile(off int64) Region { return Region{"outside the file", off, off + 1, -1} }
 
 // Annotation is one row of annotated bytes.
 type Annotation struct {
@@ -380,22 +437,30 @@ func (im *Image) AnnotateBucket(ptr, size int64) []Annotation {
 	return rows
 }
 
-// HexRows annotates n bytes from off in 16-byte rows, naming what the
-// rows hold where the layout says (slot entries in a segment, pointers in
-// a part or the part table).
+// HexRows annotates n bytes from off (at most HexRowsMax, and only bytes
+// of the file) in rows of up to 16 bytes, naming what the rows hold where
+// the layout says (slot entries in a segment, pointers in a part or the
+// part table).
 func (im *Image) HexRows(off, n int64) []Annotation {
 	var rows []Annotation
+	off, n = hexRange(off, n)
 	end := min(off+n, int64(len(im.b)))
-	for o := max(off, 0); o < end; {
-		r := im.RegionOf(o)
-		step := min(16, end-o)
+	var r Region
+	for o := off; o < end; {
+		if r.Name == "" || o < r.Start || o >= r.End {
+			r = im.RegionOf(o)
+		}
+		step := min(16, end-o, max(r.End-o, 1))
 		label := r.String()
 		switch r.Name {
 		case "segment":
 			step = min(slotEntrySize-(o-r.Start)%slotEntrySize, end-o)
 			slot := r.Index*slotsPerSeg + (o-r.Start)/slotEntrySize
 			e := o - (o-r.Start)%slotEntrySize
-			label = fmt.Sprintf("slot %d: size %d, pointer %d", slot, be.Uint32(im.b[e:]), be.Uint32(im.b[e+4:]))
+			label = fmt.Sprintf("slot %d: cut short by the end of the file", slot)
+			if e+slotEntrySize <= int64(len(im.b)) {
+				label = fmt.Sprintf("slot %d: size %d, pointer %d", slot, be.Uint32(im.b[e:]), be.Uint32(im.b[e+4:]))
+			}
 		case "part", "part table":
 			step = min(4-(o-r.Start)%4, end-o)
 			i := (o - r.Start) / 4
@@ -409,6 +474,25 @@ func (im *Image) HexRows(off, n int64) []Annotation {
 		o += step
 	}
 	return rows
+}
+
+// HexRowsMax is the most bytes one HexRows call annotates: a view of a
+// few rows (dets inspect --offset shows 64 bytes), each of which may have
+// to look through the whole tree to name its region.
+const HexRowsMax = 4096
+
+// hexRange clamps HexRows' range to the file's start and to HexRowsMax.
+func hexRange(off, n int64) (int64, int64) {
+	switch {
+	case n <= 0:
+		return max(off, 0), 0
+	case off < 0 && n <= -off:
+		return 0, 0
+	case off < 0:
+		n += off // the bytes before the file are not shown
+		off = 0
+	}
+	return off, min(n, HexRowsMax)
 }
 
 // FormatRows renders annotations as "offset  hex  label" lines.

@@ -29,6 +29,10 @@ type NativeImage struct {
 	rootErr   error
 	lastPart  uint64        // the part partSegs holds
 	partSegs  []nativeChild // nil until a part is read
+
+	logRead bool // lg and logErr hold the current epoch's log
+	lg      nativeLog
+	logErr  error
 }
 
 // IsNativeHeader reports whether b, a file's first bytes, carries the
@@ -243,16 +247,28 @@ func (im *NativeImage) segment(i int) (at int64, es *[nativeSlotsPerSeg]nativeEn
 	if err != nil {
 		return 0, nil, err
 	}
-	c := seg[uint64(i)%nativeSegsPerPart]
-	sb, err := im.read(c.off, nativePageSize)
+	es = new([nativeSlotsPerSeg]nativeEntry)
+	at, err = im.segmentInto(m, seg[uint64(i)%nativeSegsPerPart], make([]byte, nativePageSize), es)
 	if err != nil {
 		return 0, nil, err
 	}
-	es = new([nativeSlotsPerSeg]nativeEntry)
-	if err := decodeNativeSegment(im.path, sb, int64(c.off), c.sum, im.super.base, m.dataEnd, es); err != nil {
-		return 0, nil, err
+	return at, es, nil
+}
+
+// segmentInto reads the segment c names into page and decodes it into es,
+// so that a walk over every segment reuses one buffer of each.
+func (im *NativeImage) segmentInto(m *nativeMeta, c nativeChild, page []byte, es *[nativeSlotsPerSeg]nativeEntry) (int64, error) {
+	if c.off >= uint64(im.size) {
+		return 0, fmt.Errorf("offset %d is past the end of the file (%d bytes)", c.off, im.size)
 	}
-	return int64(c.off), es, nil
+	page = page[:min(nativePageSize, uint64(im.size)-c.off)]
+	if _, err := im.r.ReadAt(page, int64(c.off)); err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	if err := decodeNativeSegment(im.path, page, int64(c.off), c.sum, im.super.base, m.dataEnd, es); err != nil {
+		return 0, err
+	}
+	return int64(c.off), nil
 }
 
 // Slot returns slot n's entry as of the last checkpoint: Ptr is its cell
@@ -383,35 +399,60 @@ func (im *NativeImage) Log() (NativeLogSummary, error) {
 	return ls, nil
 }
 
-// log reads the log of the epoch that follows meta m.
+// log reads the log of the epoch that follows meta m, the current one,
+// once.
 func (im *NativeImage) log(m *nativeMeta) (nativeLog, error) {
-	return readNativeLog(im.path, im.read, im.super.fileID, m.gen, m.seq, im.super.base, uint64(im.size))
+	if !im.logRead {
+		im.lg, im.logErr = readNativeLog(im.path, im.read, im.super.fileID, m.gen, m.seq, im.super.base, uint64(im.size))
+		im.logRead = true
+	}
+	return im.lg, im.logErr
 }
 
 // RegionOf returns the region of the current tree that holds offset off:
 // a header page, the root, a part, a segment, the free record, a log
-// block, or a bucket's cell or block (Index: its slot). Offsets in no
-// structure the current meta names are "free or unreferenced".
+// block, or a bucket's cell or block (Index: its slot). Bytes in no
+// structure the current meta names are "free or unreferenced", a region
+// that runs from the end of the structure below to the start of the one
+// above, so that a walk over the file asks once per region. It reads
+// every segment for an offset that no header, node or log names.
 func (im *NativeImage) RegionOf(off int64) Region {
 	pages := []string{"superblock", "meta A", "meta B", "log head (even epochs)", "log head (odd epochs)"}
+	if off < 0 || off >= im.size {
+		return outsideFile(off)
+	}
 	if off < nativeBase {
 		p := off / nativePageSize
 		return Region{pages[p], p * nativePageSize, (p + 1) * nativePageSize, -1}
 	}
-	unknown := Region{"free or unreferenced", off, off + 1, -1}
+	// gap narrows to the unreferenced bytes around off as structures
+	// are passed; it is the answer when none holds off.
+	gap := Region{"free or unreferenced", nativeBase, im.size, -1}
 	m, err := im.current()
 	if err != nil {
-		return unknown
+		return Region{"free or unreferenced", off, off + 1, -1}
 	}
-	in := func(start, n uint64) bool { return uint64(off) >= start && uint64(off)-start < n }
+	u := uint64(off)
+	in := func(start, n uint64) bool {
+		switch {
+		case u >= start && u-start < n:
+			return true
+		case start > u:
+			gap.End = min(gap.End, int64(min(start, uint64(im.size))))
+		case start+n > start: // below off, and no wrap
+			gap.Start = max(gap.Start, int64(start+n))
+		}
+		return false
+	}
 	switch {
 	case in(m.rootOff, m.rootLen):
 		return Region{"root", int64(m.rootOff), int64(m.rootOff + m.rootLen), -1}
 	case in(m.freeOff, m.freeLen):
 		return Region{"free record", int64(m.freeOff), int64(m.freeOff + m.freeLen), -1}
-	case uint64(off) >= m.dataEnd:
+	case u >= m.dataEnd:
 		return Region{"past the data end", int64(m.dataEnd), im.size, -1}
 	}
+	in(m.dataEnd, 0)
 	lg, _ := im.log(m)
 	for _, b := range lg.blocks {
 		if in(b, nativeLogBlockSize) {
@@ -429,7 +470,7 @@ func (im *NativeImage) RegionOf(off int64) Region {
 	}
 	parts, segs, err := im.Tree()
 	if err != nil {
-		return unknown
+		return Region{"free or unreferenced", off, off + 1, -1}
 	}
 	for _, p := range parts {
 		if in(uint64(p.Addr), nativePageSize) {
@@ -441,9 +482,17 @@ func (im *NativeImage) RegionOf(off int64) Region {
 			return Region{"segment", s.Addr, s.Addr + nativePageSize, int64(s.Index)}
 		}
 	}
+	page := make([]byte, nativePageSize)
+	var es [nativeSlotsPerSeg]nativeEntry
 	for _, s := range segs {
-		_, es, err := im.segment(s.Index)
+		seg, err := im.part(uint64(s.Index) / nativeSegsPerPart)
 		if err != nil {
+			continue
+		}
+		if _, err := im.segmentInto(m, seg[s.Index%nativeSegsPerPart], page, &es); err != nil {
+			// Its buckets are unknown: the gap cannot be told.
+			gap = Region{"free or unreferenced", off, off + 1, -1}
+			in = func(start, n uint64) bool { return u >= start && u-start < n }
 			continue
 		}
 		for i, e := range es {
@@ -452,7 +501,7 @@ func (im *NativeImage) RegionOf(off int64) Region {
 			}
 		}
 	}
-	return unknown
+	return gap
 }
 
 // AnnotateBucket annotates the bucket in the cell or block of room bytes
@@ -513,11 +562,12 @@ func (im *NativeImage) AnnotateBucket(ptr, room int64) []Annotation {
 	return rows
 }
 
-// HexRows annotates n bytes from off in rows of up to 16 bytes named by
-// their region; in a segment each row is one slot entry, in a part or the
+// HexRows annotates n bytes from off (at most HexRowsMax) in rows of up
+// to 16 bytes named by their region; in a segment each row is one slot entry, in a part or the
 // root one child pointer and its checksum.
 func (im *NativeImage) HexRows(off, n int64) []Annotation {
-	b, err := im.read(uint64(max(off, 0)), int(n))
+	off, n = hexRange(off, n)
+	b, err := im.read(uint64(off), int(n))
 	if err != nil {
 		return nil
 	}
@@ -525,14 +575,14 @@ func (im *NativeImage) HexRows(off, n int64) []Annotation {
 	r := im.RegionOf(off)
 	for o := int64(0); o < int64(len(b)); {
 		at := off + o
-		if at >= r.End {
+		if at >= r.End || at < r.Start {
 			r = im.RegionOf(at)
 		}
-		step := min(16, int64(len(b))-o, r.End-at)
+		step := min(16, int64(len(b))-o, max(r.End-at, 1))
 		label := r.String()
 		switch r.Name {
 		case "free or unreferenced":
-			step, label = min(16, int64(len(b))-o), r.Name
+			label = r.Name
 		case "log head (even epochs)", "log head (odd epochs)", "log block":
 			label = r.Name + ": block header"
 			if i := (at - r.Start) / nativeLogRecord; i > 0 {

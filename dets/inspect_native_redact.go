@@ -80,7 +80,7 @@ func (im *NativeImage) Redact() ([]byte, RedactStats, error) {
 			}
 		}
 		for _, e := range entries {
-			if r.anyCovered(int64(e.off()), 1) || e.off() >= uint64(im.size) {
+			if e.off() >= uint64(im.size) || r.anyCovered(int64(e.off()), 1) {
 				continue // named twice (a log PUT of a cell the tree names), or past the end
 			}
 			got, err := r.nativeBucket(int64(e.off()), int64(min(e.room(), uint64(im.size)-e.off())))

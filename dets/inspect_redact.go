@@ -154,7 +154,8 @@ func (r *redactor) keep(off, n int64) {
 }
 
 func (r *redactor) anyCovered(off, n int64) bool {
-	for i := off; i < off+n; i++ {
+	off, end := max(off, 0), min(off+n, int64(len(r.covered)))
+	for i := off; i < end; i++ {
 		if r.covered[i] {
 			return true
 		}

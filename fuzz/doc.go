@@ -15,6 +15,12 @@
 //     freed bucket, so deleted or overwritten objects may return: otp9 has no
 //     sequence numbers) or objects that visibly fail their own CRC (otp9
 //     objects carry no checksum).
+//   - FuzzInspect: the same damaged fixtures, then every view of dets
+//     inspect (Image, NativeImage: fields, tree, slots, regions, rows,
+//     bucket annotations, Redact) with slots and offsets inside, at the
+//     edges of and far outside the file. Never a panic; the image is not
+//     changed; a redaction keeps its length; allocation stays within a
+//     budget that follows the file's size, never a size the file claims.
 //
 // TestOpenDamagedNative runs FuzzOpen's property on seeded random damage of
 // the native files, so that plain go test reaches what fuzzing a large

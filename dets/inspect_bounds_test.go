@@ -1,0 +1,159 @@
+package dets
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/godets/godets/etf"
+)
+
+// The inspect views are a public API over untrusted files: any offset,
+// slot or length a caller passes gets an answer, never a panic, and the
+// work follows the file, not the argument. FuzzInspect (package fuzz)
+// searches damaged files; these pin what it found.
+
+// otp9InspectImage is a closed otp9 bag of 300 objects.
+func otp9InspectImage(t *testing.T) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "t.dets")
+	tab := openT(t, path, Options{Kind: Bag})
+	for i := range 300 {
+		must(t, tab.Insert(tup(etf.Int(i%100), bin("value"), etf.Int(i))))
+	}
+	must(t, tab.Close())
+	im, err := ReadImage(path)
+	must(t, err)
+	return im.Bytes()
+}
+
+// TestRegionOfOutsideFile: offsets before and past the file are "outside
+// the file" in both formats (a negative offset indexed the native header
+// pages' names, and otp9 called it the header).
+func TestRegionOfOutsideFile(t *testing.T) {
+	b := otp9InspectImage(t)
+	_, closed := nativeInspectImages(t, 200)
+	im, err := NewImage(b)
+	must(t, err)
+	nim, err := NewNativeImage("t.dets", bytes.NewReader(closed), int64(len(closed)))
+	must(t, err)
+	views := map[string]interface{ RegionOf(int64) Region }{"otp9": im, "native": nim}
+	sizes := map[string]int64{"otp9": int64(len(b)), "native": int64(len(closed))}
+	for name, v := range views {
+		for _, off := range []int64{-1, -1 << 40, sizes[name], sizes[name] + 1, 1 << 62} {
+			if r := v.RegionOf(off); r.Name != "outside the file" || r.Start != off {
+				t.Errorf("%s: RegionOf(%d) = %v, want outside the file", name, off, r)
+			}
+		}
+		if r := v.RegionOf(sizes[name] - 1); r.Name == "outside the file" {
+			t.Errorf("%s: the last byte is %v", name, r)
+		}
+	}
+}
+
+// TestHexRowsBounds: HexRows shows at most HexRowsMax bytes, only bytes of
+// the file, and rows that tile what it shows; unreferenced bytes come in
+// 16-byte rows, not one row a byte.
+func TestHexRowsBounds(t *testing.T) {
+	b := otp9InspectImage(t)
+	_, closed := nativeInspectImages(t, 200)
+	im, err := NewImage(b)
+	must(t, err)
+	nim, err := NewNativeImage("t.dets", bytes.NewReader(closed), int64(len(closed)))
+	must(t, err)
+	views := map[string]interface {
+		HexRows(int64, int64) []Annotation
+	}{"otp9": im, "native": nim}
+	for name, v := range views {
+		for _, c := range []struct{ off, n, want int64 }{
+			{0, 1 << 62, HexRowsMax},
+			{-10, 26, 16},
+			{-1 << 62, -1 << 62, 0},
+			{-5, 3, 0},
+			{100, -1, 0},
+		} {
+			rows := v.HexRows(c.off, c.n)
+			var got int64
+			at := max(c.off, 0)
+			for _, r := range rows {
+				if r.Offset != at || len(r.Bytes) == 0 || len(r.Bytes) > 16 {
+					t.Fatalf("%s: HexRows(%d, %d): row %+v at %d", name, c.off, c.n, r, at)
+				}
+				at += int64(len(r.Bytes))
+				got += int64(len(r.Bytes))
+			}
+			if got != c.want {
+				t.Errorf("%s: HexRows(%d, %d) showed %d bytes, want %d", name, c.off, c.n, got, c.want)
+			}
+		}
+	}
+	// Unreferenced native bytes: the region spans the gap, so rows stay
+	// 16 bytes wide.
+	m := nativeCurrentMeta(t, closed)
+	for off := int64(nativeBase); off < int64(m.dataEnd); off += 97 {
+		r := nim.RegionOf(off)
+		if r.Name != "free or unreferenced" {
+			continue
+		}
+		if r.End-r.Start < 2 || off < r.Start || off >= r.End {
+			t.Fatalf("an unreferenced byte at %d is in %v", off, r)
+		}
+		return
+	}
+	t.Fatal("no unreferenced byte found below the data end: the test proves less")
+}
+
+// TestHexRowsSegmentCutShort: a segment pointer whose segment runs past
+// the end of an otp9 file is shown, not read past the end.
+func TestHexRowsSegmentCutShort(t *testing.T) {
+	b := otp9InspectImage(t)
+	im, err := NewImage(b)
+	must(t, err)
+	segs := im.Segments()
+	if len(segs) == 0 {
+		t.Fatal("no segment")
+	}
+	cut := segs[0].Addr + 94 // an entry at +88 is cut 2 bytes short
+	short, err := NewImage(b[:cut])
+	must(t, err)
+	rows := short.HexRows(cut-20, 64)
+	if len(rows) == 0 {
+		t.Fatal("no rows")
+	}
+	last := rows[len(rows)-1]
+	if last.Offset+int64(len(last.Bytes)) != cut {
+		t.Errorf("rows end at %d, the file at %d", last.Offset+int64(len(last.Bytes)), cut)
+	}
+}
+
+// TestNativeRedactLogPastEnd: a killed writer's file cut short below a
+// bucket its log names is redacted (that bucket is simply not there), not
+// a panic.
+func TestNativeRedactLogPastEnd(t *testing.T) {
+	dirty, _ := nativeInspectImages(t, 200)
+	im, err := NewNativeImage("t.dets", bytes.NewReader(dirty), int64(len(dirty)))
+	must(t, err)
+	m := nativeCurrentMeta(t, dirty)
+	lg, err := im.log(&m)
+	must(t, err)
+	var last uint64
+	for _, r := range lg.recs {
+		if r.typ == recPut {
+			last = max(last, nativeEntry(r.entry).off())
+		}
+	}
+	if last == 0 {
+		t.Fatal("the log names no bucket: the test proves less")
+	}
+	short := dirty[:last]
+	sim, err := NewNativeImage("t.dets", bytes.NewReader(short), int64(len(short)))
+	must(t, err)
+	red, _, err := sim.Redact()
+	if err != nil && !errors.Is(err, ErrCannotRedact) {
+		t.Fatalf("Redact: %v", err)
+	}
+	if err == nil && len(red) != len(short) {
+		t.Errorf("redacted %d bytes of %d", len(red), len(short))
+	}
+}
