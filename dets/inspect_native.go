@@ -13,7 +13,8 @@ import (
 // 2 GiB is inspected without being read whole; like Image, it never
 // writes, works on damaged files, and says where the bytes stop making
 // sense. It shows the tree as of the last checkpoint: the log records of
-// a file not closed properly (Log) are not applied.
+// a file not closed properly (Log) are not applied. It keeps the root, the
+// last part and the log it has read, so it is not safe for concurrent use.
 type NativeImage struct {
 	path     string // for messages
 	r        io.ReaderAt
