@@ -1,7 +1,7 @@
 package dets
 
 import (
-	"cmp"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -39,9 +39,10 @@ type nativeScanRef struct {
 // nativeScanState is the reusable state of one native traversal.
 type nativeScanState struct {
 	ents   []nativeScanEnt
-	at     uint64 // t.changes when ents were collected
-	buf    []byte // the stretch's read
-	extra  []byte // buckets read on their own (moved, or suspect)
+	sorted []nativeScanEnt // sortByOffset's other buffer
+	at     uint64          // t.changes when ents were collected
+	buf    []byte          // the stretch's read
+	extra  []byte          // buckets read on their own (moved, or suspect)
 	refs   []nativeScanRef
 	out    []etf.Term // the objects of one bucket
 	encs   [][]byte   // the encodings of one bucket (RawAll)
@@ -63,7 +64,7 @@ func (st *nativeScanState) release() {
 		st.extra = nil
 	}
 	if cap(st.ents) > scanSlots {
-		st.ents = nil
+		st.ents, st.sorted = nil, nil
 	}
 	nativeScanPool.Put(st)
 }
@@ -151,7 +152,7 @@ func (t *Table) nativeScan(st *nativeScanState, bucket func(nativeScanRef) error
 		if err != nil || done {
 			return err
 		}
-		slices.SortFunc(st.ents, func(a, b nativeScanEnt) int { return cmp.Compare(a.e.off(), b.e.off()) })
+		st.sortByOffset()
 		for i := 0; i < len(st.ents); {
 			j := nativeScanStretch(st.ents, i)
 			if err := t.nativeScanRead(st, st.ents[i:j]); err != nil {
@@ -195,6 +196,62 @@ func (t *Table) nativeScanCollect(st *nativeScanState, from uint64) (uint64, boo
 	}
 	st.ents, st.at = ents, t.changes
 	return to, false, nil
+}
+
+// sortByOffset puts st.ents in the order of their buckets' offsets, with
+// an LSD radix sort on the bits of the offsets that vary (scan.go's sort
+// of otp9 pointers, on 16-byte entries). At 100k objects the comparison
+// sort it replaces was a quarter of the traversal, and a sort of packed
+// integer keys still a sixth.
+func (st *nativeScanState) sortByOffset() {
+	a := st.ents
+	key := func(x nativeScanEnt) uint64 { return uint64(x.e) >> 8 } // offset / 16
+	if len(a) < 256 {
+		for i := 1; i < len(a); i++ {
+			x, j := a[i], i
+			for ; j > 0 && key(a[j-1]) > key(x); j-- {
+				a[j] = a[j-1]
+			}
+			a[j] = x
+		}
+		return
+	}
+	or, and := uint64(0), ^uint64(0)
+	sorted, prev := true, uint64(0)
+	for _, x := range a {
+		k := key(x)
+		or, and = or|k, and&k
+		sorted = sorted && prev <= k
+		prev = k
+	}
+	if sorted {
+		return
+	}
+	diff := or ^ and
+	st.sorted = slices.Grow(st.sorted[:0], len(a))[:len(a)]
+	src, dst := a, st.sorted
+	var cnt [1 << scanSortDigit]int
+	for shift := bits.TrailingZeros64(diff); shift < 64 && diff>>shift != 0; shift += scanSortDigit {
+		if diff>>shift&(1<<scanSortDigit-1) == 0 {
+			continue
+		}
+		clear(cnt[:])
+		for _, x := range src {
+			cnt[key(x)>>shift&(1<<scanSortDigit-1)]++
+		}
+		sum := 0
+		for i, c := range cnt {
+			cnt[i] = sum
+			sum += c
+		}
+		for _, x := range src {
+			d := key(x) >> shift & (1<<scanSortDigit - 1)
+			dst[cnt[d]] = x
+			cnt[d]++
+		}
+		src, dst = dst, src
+	}
+	st.ents, st.sorted = src, dst
 }
 
 // nativeScanStretch returns the end of the stretch of sorted entries from
