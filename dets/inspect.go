@@ -312,16 +312,19 @@ func (im *Image) RegionOf(off int64) Region {
 		return false
 	}
 	var node Region
+	bad := false // a part or segment outside the file: its buckets are unknown
 	im.eachPart(func(p Pointer) bool {
 		if in(p.Addr, partSize) {
 			node = Region{"part", p.Addr, p.Addr + partSize, int64(p.Index)}
 		}
+		bad = bad || p.Bad != ""
 		return node.Name == ""
 	})
 	im.eachSegment(func(s Pointer) bool {
 		if node.Name == "" && in(s.Addr, segmentSize) {
 			node = Region{"segment", s.Addr, s.Addr + segmentSize, int64(s.Index)}
 		}
+		bad = bad || s.Bad != ""
 		return node.Name == ""
 	})
 	if node.Name != "" {
@@ -341,6 +344,9 @@ func (im *Image) RegionOf(off int64) Region {
 			return Region{"free lists", fl, size - trailerSize, -1}
 		}
 		in(fl, size-trailerSize-fl)
+	}
+	if bad {
+		return Region{"unknown", off, off + 1, -1}
 	}
 	return gap
 }

@@ -157,3 +157,58 @@ func TestNativeRedactLogPastEnd(t *testing.T) {
 		t.Errorf("redacted %d bytes of %d", len(red), len(short))
 	}
 }
+
+// TestRegionOfGapNeedsEveryBucket: an unreferenced byte's region spans
+// the gap between the structures around it only when every bucket is
+// known; with a part that fails its checksum, the buckets under it are
+// unknown and the region is the byte alone.
+func TestRegionOfGapNeedsEveryBucket(t *testing.T) {
+	_, closed := nativeInspectImages(t, 200)
+	im, err := NewNativeImage("t.dets", bytes.NewReader(closed), int64(len(closed)))
+	must(t, err)
+	m := nativeCurrentMeta(t, closed)
+	free := int64(-1)
+	for off := int64(nativeBase); off < int64(m.dataEnd); off += 16 {
+		if r := im.RegionOf(off); r.Name == "free or unreferenced" && r.End-r.Start > 1 {
+			free = off
+			break
+		}
+	}
+	if free < 0 {
+		t.Fatal("no unreferenced gap below the data end: the test proves less")
+	}
+	parts, _, err := im.Tree()
+	must(t, err)
+	bad := bytes.Clone(closed)
+	bad[parts[0].Addr+3] ^= 1 // the first child's offset: the part's checksum fails
+	bim, err := NewNativeImage("t.dets", bytes.NewReader(bad), int64(len(bad)))
+	must(t, err)
+	if r := bim.RegionOf(free); r.Name != "free or unreferenced" || r.Start != free || r.End != free+1 {
+		t.Errorf("with its part damaged, byte %d is in %v, want that byte alone", free, r)
+	}
+}
+
+// TestRegionOfGapNeedsEveryBucketOTP9 is the same for otp9: a part
+// pointer outside the file hides the buckets of its segments.
+func TestRegionOfGapNeedsEveryBucketOTP9(t *testing.T) {
+	b := otp9InspectImage(t)
+	im, err := NewImage(b)
+	must(t, err)
+	free := int64(-1)
+	for off := int64(baseAddr); off < int64(len(b))-trailerSize; off++ {
+		if r := im.RegionOf(off); r.Name == "unknown" && r.End-r.Start > 1 {
+			free = off
+			break
+		}
+	}
+	if free < 0 {
+		t.Fatal("no unknown gap: the test proves less")
+	}
+	bad := bytes.Clone(b)
+	be.PutUint32(bad[partTableOff+4*(numParts-1):], 0xfffffff0) // a part past the end
+	bim, err := NewImage(bad)
+	must(t, err)
+	if r := bim.RegionOf(free); r.Name != "unknown" || r.Start != free || r.End != free+1 {
+		t.Errorf("with a part outside the file, byte %d is in %v, want that byte alone", free, r)
+	}
+}

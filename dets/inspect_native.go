@@ -473,9 +473,18 @@ func (im *NativeImage) RegionOf(off int64) Region {
 	if err != nil {
 		return Region{"free or unreferenced", off, off + 1, -1}
 	}
+	// unknown makes the answer one byte when buckets cannot be listed: a
+	// part or segment that fails names buckets nobody can see.
+	unknown := func() {
+		gap = Region{"free or unreferenced", off, off + 1, -1}
+		in = func(start, n uint64) bool { return u >= start && u-start < n }
+	}
 	for _, p := range parts {
 		if in(uint64(p.Addr), nativePageSize) {
 			return Region{"part", p.Addr, p.Addr + nativePageSize, int64(p.Index)}
+		}
+		if p.Bad != "" {
+			unknown()
 		}
 	}
 	for _, s := range segs {
@@ -488,12 +497,11 @@ func (im *NativeImage) RegionOf(off int64) Region {
 	for _, s := range segs {
 		seg, err := im.part(uint64(s.Index) / nativeSegsPerPart)
 		if err != nil {
+			unknown()
 			continue
 		}
 		if _, err := im.segmentInto(m, seg[s.Index%nativeSegsPerPart], page, &es); err != nil {
-			// Its buckets are unknown: the gap cannot be told.
-			gap = Region{"free or unreferenced", off, off + 1, -1}
-			in = func(start, n uint64) bool { return u >= start && u-start < n }
+			unknown()
 			continue
 		}
 		for i, e := range es {
