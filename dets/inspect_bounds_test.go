@@ -31,15 +31,27 @@ func otp9InspectImage(t *testing.T) []byte {
 // TestRegionOfOutsideFile: offsets before and past the file are "outside
 // the file" in both formats (a negative offset indexed the native header
 // pages' names, and otp9 called it the header).
-func TestRegionOfOutsideFile(t *testing.T) {
+// inspectViews is a view of a closed otp9 bag and of a closed native set,
+// by format name, with their file sizes.
+func inspectViews(t *testing.T) (map[string]interface {
+	RegionOf(int64) Region
+	HexRows(int64, int64) []Annotation
+}, map[string]int64) {
 	b := otp9InspectImage(t)
 	_, closed := nativeInspectImages(t, 200)
 	im, err := NewImage(b)
 	must(t, err)
 	nim, err := NewNativeImage("t.dets", bytes.NewReader(closed), int64(len(closed)))
 	must(t, err)
-	views := map[string]interface{ RegionOf(int64) Region }{"otp9": im, "native": nim}
-	sizes := map[string]int64{"otp9": int64(len(b)), "native": int64(len(closed))}
+	return map[string]interface {
+			RegionOf(int64) Region
+			HexRows(int64, int64) []Annotation
+		}{"otp9": im, "native": nim},
+		map[string]int64{"otp9": int64(len(b)), "native": int64(len(closed))}
+}
+
+func TestRegionOfOutsideFile(t *testing.T) {
+	views, sizes := inspectViews(t)
 	for name, v := range views {
 		for _, off := range []int64{-1, -1 << 40, sizes[name], sizes[name] + 1, 1 << 62} {
 			if r := v.RegionOf(off); r.Name != "outside the file" || r.Start != off {
@@ -56,15 +68,7 @@ func TestRegionOfOutsideFile(t *testing.T) {
 // the file, and rows that tile what it shows; unreferenced bytes come in
 // 16-byte rows, not one row a byte.
 func TestHexRowsBounds(t *testing.T) {
-	b := otp9InspectImage(t)
-	_, closed := nativeInspectImages(t, 200)
-	im, err := NewImage(b)
-	must(t, err)
-	nim, err := NewNativeImage("t.dets", bytes.NewReader(closed), int64(len(closed)))
-	must(t, err)
-	views := map[string]interface {
-		HexRows(int64, int64) []Annotation
-	}{"otp9": im, "native": nim}
+	views, sizes := inspectViews(t)
 	for name, v := range views {
 		for _, c := range []struct{ off, n, want int64 }{
 			{0, 1 << 62, HexRowsMax},
@@ -90,18 +94,21 @@ func TestHexRowsBounds(t *testing.T) {
 	}
 	// Unreferenced native bytes: the region spans the gap, so rows stay
 	// 16 bytes wide.
-	m := nativeCurrentMeta(t, closed)
-	for off := int64(nativeBase); off < int64(m.dataEnd); off += 97 {
-		r := nim.RegionOf(off)
+	for off := int64(nativeBase); off < sizes["native"]; off += 97 {
+		r := views["native"].RegionOf(off)
 		if r.Name != "free or unreferenced" {
 			continue
 		}
 		if r.End-r.Start < 2 || off < r.Start || off >= r.End {
 			t.Fatalf("an unreferenced byte at %d is in %v", off, r)
 		}
+		rows := views["native"].HexRows(r.Start, 64)
+		if len(rows) == 0 || len(rows[0].Bytes) != min(16, int(r.End-r.Start)) {
+			t.Fatalf("rows over the unreferenced %v: %+v", r, rows)
+		}
 		return
 	}
-	t.Fatal("no unreferenced byte found below the data end: the test proves less")
+	t.Fatal("no unreferenced byte found: the test proves less")
 }
 
 // TestHexRowsSegmentCutShort: a segment pointer whose segment runs past

@@ -69,32 +69,46 @@ func probeOffsets(n int64) []int64 {
 // probeSlots are the slots --slot is asked about.
 var probeSlots = []int64{-1, 0, 1, 2, 255, 256, 511, 512, 513, 1 << 20, 1 << 32, 1<<63 - 1}
 
+// inspectView is what both formats' images answer.
+type inspectView interface {
+	Slot(n int64) (dets.SlotEntry, error)
+	RegionOf(off int64) dets.Region
+	AnnotateBucket(ptr, size int64) []dets.Annotation
+	HexRows(off, n int64) []dets.Annotation
+}
+
+// probeView asks v about the probe slots and offsets of an image of size
+// bytes, as dets inspect --slot and --offset do, and about far larger
+// spans than it does.
+func probeView(v inspectView, size int64) {
+	for _, s := range probeSlots {
+		if e, err := v.Slot(s); err == nil {
+			v.AnnotateBucket(e.Ptr, e.Size)
+		}
+	}
+	for _, off := range probeOffsets(size) {
+		r := v.RegionOf(off)
+		_ = r.String()
+		if r.Name == "bucket" {
+			dets.FormatRows(v.AnnotateBucket(r.Start, r.End-r.Start))
+		}
+		dets.FormatRows(v.HexRows(off, 64))
+		v.AnnotateBucket(off, 1<<62)
+	}
+	v.HexRows(0, 1<<62)
+	v.HexRows(-1<<62, 1<<62)
+}
+
 func inspectOTP9(t *testing.T, img []byte) {
 	im, err := dets.NewImage(img)
 	if err != nil {
 		return
 	}
-	size := int64(len(img))
 	im.HeaderFields()
 	im.Parts()
 	im.Segments()
 	im.FreeLists()
-	for _, s := range probeSlots {
-		if e, err := im.Slot(s); err == nil {
-			im.AnnotateBucket(e.Ptr, e.Size)
-		}
-	}
-	for _, off := range probeOffsets(size) {
-		r := im.RegionOf(off)
-		_ = r.String()
-		if r.Name == "bucket" {
-			dets.FormatRows(im.AnnotateBucket(r.Start, r.End-r.Start))
-		}
-		dets.FormatRows(im.HexRows(off, 64))
-		im.AnnotateBucket(off, 1<<62)
-	}
-	im.HexRows(0, 1<<62)
-	im.HexRows(-1<<62, 1<<62)
+	probeView(im, int64(len(img)))
 	red, _, err := im.Redact()
 	if err == nil && len(red.Bytes()) != len(img) {
 		t.Fatalf("the redacted otp9 image has %d bytes, the image %d", len(red.Bytes()), len(img))
@@ -102,8 +116,7 @@ func inspectOTP9(t *testing.T, img []byte) {
 }
 
 func inspectNative(t *testing.T, img []byte) {
-	size := int64(len(img))
-	im, err := dets.NewNativeImage(path, bytes.NewReader(img), size)
+	im, err := dets.NewNativeImage(path, bytes.NewReader(img), int64(len(img)))
 	if err != nil {
 		return
 	}
@@ -111,22 +124,7 @@ func inspectNative(t *testing.T, img []byte) {
 	im.Tree()
 	im.Free()
 	im.Log()
-	for _, s := range probeSlots {
-		if e, err := im.Slot(s); err == nil {
-			im.AnnotateBucket(e.Ptr, e.Size)
-		}
-	}
-	for _, off := range probeOffsets(size) {
-		r := im.RegionOf(off)
-		_ = r.String()
-		if r.Name == "bucket" {
-			dets.FormatRows(im.AnnotateBucket(r.Start, r.End-r.Start))
-		}
-		dets.FormatRows(im.HexRows(off, 64))
-		im.AnnotateBucket(off, 1<<62)
-	}
-	im.HexRows(0, 1<<62)
-	im.HexRows(-1<<62, 1<<62)
+	probeView(im, int64(len(img)))
 	red, _, err := im.Redact()
 	if err == nil && len(red) != len(img) {
 		t.Fatalf("the redacted native image has %d bytes, the image %d", len(red), len(img))
