@@ -274,3 +274,34 @@ func TestRunConcurrent(t *testing.T) {
 		<-done
 	}
 }
+
+// TestOTPBindingOrder: of two occurrences of a variable that match 0.0
+// and -0.0 (equal in a match in OTP 25), the result keeps the value where
+// OTP's match program binds first: a shallower occurrence before a nested
+// one, and of two nested lists or tuples the later one (markOTPBindings).
+// The results were taken from OTP 25; TestEdgeCasesOTP checks them there.
+func TestOTPBindingOrder(t *testing.T) {
+	for _, c := range []struct{ spec, obj, want string }{
+		{`[{{['$1'],'$1'},[],['$1']}]`, `{[-0.0],0.0}`, `0.0`},
+		{`[{{['$1'],['$1']},[],['$1']}]`, `{[-0.0],[0.0]}`, `0.0`},
+		{`[{{{'$1'},{{'$1'}}},[],['$1']}]`, `{{-0.0},{{0.0}}}`, `0.0`},
+		{`[{{[['$1'],'$1'],'_'},[],['$$']}]`, `{[[-0.0],0.0],a}`, `[0.0]`},
+		{`[{{'$1',['$1']},[],['$1']}]`, `{-0.0,[0.0]}`, `-0.0`},
+		{`[{{['$1'],'$1'},[],['$1']}]`, `{[-0.0],1.0}`, ``}, // no match
+	} {
+		s, err := Compile(mustParse(t, c.spec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := s.Run(mustParse(t, c.obj))
+		if c.want == "" {
+			if ok {
+				t.Errorf("%s on %s: matched, giving %s", c.spec, c.obj, etf.Format(got))
+			}
+			continue
+		}
+		if !ok || !sameEncoding(got, mustParse(t, c.want)) {
+			t.Errorf("%s on %s: got %s (%v), want %s", c.spec, c.obj, etf.Format(got), ok, c.want)
+		}
+	}
+}

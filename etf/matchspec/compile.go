@@ -64,6 +64,7 @@ func compileClause(t etf.Term, n int) (clause, error) {
 		return cl, err
 	}
 	cl.head = head
+	markOTPBindings(&cl.head, len(c.nums))
 	cl.slots = len(c.nums)
 	c.order = make([]int, len(c.nums))
 	for i := range c.order {

@@ -16,7 +16,11 @@
 // its keys (literals; a variable key is a compile error) with values
 // matching its value patterns. OTP's variable numbering is kept: the
 // digits wrap at 64 bits and then at signed 32 bits, so '$4294967296' is
-// '$0', '$2147483648' and '$01' are plain atoms.
+// '$0', '$2147483648' and '$01' are plain atoms. Under =:= in OTP 25,
+// 0.0 and -0.0 are equal, so a variable may meet both; it keeps the value
+// where OTP's match program meets it first: the elements of a tuple or
+// list before the tuples and lists among them, and of those the last
+// first.
 //
 // # Guards and bodies
 //

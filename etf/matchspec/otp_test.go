@@ -330,9 +330,16 @@ var edgeSpecs = []string{
 	`[{{'$1','$1','$1'},[],['$1']}]`,
 	`[{'_',[],[#{0.0 => a, {'-',0.0} => b}]}]`,
 	`[{{'$1','$2','_'},[],[#{'$1' => a, '$2' => b, 0.0 => c}]}]`,
+	// Which occurrence binds a repeated variable (markOTPBindings): the
+	// shallower one, and of two lists or tuples the later one.
+	`[{{['$1'],'$1'},[],['$1']}]`,
+	`[{{['$1'],['$1']},[],['$1']}]`,
+	`[{{{'$1'},{{'$1'}}},[],['$1']}]`,
+	`[{{[['$1'],'$1'],'_'},[],['$$']}]`,
 }
 
-var edgeObjects = []string{`{a,[]}`, `{a,[b]}`, `{a,#{}}`, `{1,1.0,1}`, `{x,x,x}`, `x`, `{0.0,-0.0,q}`, `{-0.0,0.0,q}`}
+var edgeObjects = []string{`{a,[]}`, `{a,[b]}`, `{a,#{}}`, `{1,1.0,1}`, `{x,x,x}`, `x`, `{0.0,-0.0,q}`, `{-0.0,0.0,q}`,
+	`{[-0.0],0.0}`, `{[-0.0],[0.0]}`, `{{-0.0},{{0.0}}}`, `{[[-0.0],0.0],a}`}
 
 // TestEdgeCasesOTP: OTP and Go agree on edgeSpecs over edgeObjects,
 // byte for byte (a fixed list beside the random TestDifferentialOTP).

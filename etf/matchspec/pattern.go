@@ -11,17 +11,18 @@ import (
 type patKind uint8
 
 const (
-	patAny   patKind = iota + 1 // '_'
-	patBind                     // first occurrence of a variable: binds slot
-	patSame                     // later occurrence: must be =:= the bound value
-	patAtom                     // atom constant
-	patInt                      // small integer constant
-	patFloat                    // float constant, compared bit for bit as OTP does
-	patConst                    // other constants (bignums, binaries, pids...): =:=
-	patNil                      // []
-	patTuple                    // tuple of patterns
-	patList                     // [P1, ..., Pn | Tail]
-	patMap                      // map: the object has these keys, values match
+	patAny    patKind = iota + 1 // '_'
+	patBind                      // first occurrence of a variable: binds slot
+	patSame                      // later occurrence: must be =:= the bound value
+	patRebind                    // patSame, and OTP binds here first (markOTPBindings)
+	patAtom                      // atom constant
+	patInt                       // small integer constant
+	patFloat                     // float constant, compared bit for bit as OTP does
+	patConst                     // other constants (bignums, binaries, pids...): =:=
+	patNil                       // []
+	patTuple                     // tuple of patterns
+	patList                      // [P1, ..., Pn | Tail]
+	patMap                       // map: the object has these keys, values match
 )
 
 // pattern is one compiled node of a head.
@@ -48,6 +49,12 @@ func (p *pattern) match(t etf.Term, vars []etf.Term) bool {
 		return true
 	case patSame:
 		return etf.Equal(vars[p.slot], t)
+	case patRebind:
+		if !etf.Equal(vars[p.slot], t) {
+			return false
+		}
+		vars[p.slot] = t
+		return true
 	case patAtom:
 		a, ok := t.(etf.Atom)
 		return ok && a == p.atom
@@ -148,4 +155,56 @@ func (p *pattern) matchList(t etf.Term, vars []etf.Term) bool {
 		r = &etf.ImproperList{Elems: rest, Tail: tail}
 	}
 	return p.tail.match(r, vars)
+}
+
+// markOTPBindings marks, for each variable, the occurrence OTP binds.
+// Matching here walks a head depth first, so the first occurrence in that
+// order binds (patBind) and later ones compare (patSame). OTP's compiled
+// match program walks a tuple's or list's own elements first and the
+// tuples, lists and maps among them afterwards, the one met last first (a
+// stack; erl_db_util.c, db_match_compile), and binds where it meets a
+// variable first. The two choices differ only in which of two matching
+// values a variable keeps, and those differ only for 0.0 and -0.0, which
+// match each other in OTP 25 but print apart in a result ('$$', '$5').
+// So the occurrence OTP meets first, when it is not the one that binds
+// here, becomes patRebind: it compares, then takes the binding over.
+func markOTPBindings(root *pattern, slots int) {
+	seen := make([]bool, slots)
+	var stack []*pattern
+	one := func(p *pattern) {
+		switch p.kind {
+		case patTuple, patList, patMap:
+			stack = append(stack, p) // OTP: matchPushT, matchPushL, matchPushM
+		case patBind, patSame:
+			if !seen[p.slot] {
+				seen[p.slot] = true
+				if p.kind == patSame {
+					p.kind = patRebind
+				}
+			}
+		}
+	}
+	for p := root; p != nil; {
+		// A list's tail continues the walk in place, as OTP's loop does.
+		for p != nil {
+			switch p.kind {
+			case patTuple, patMap:
+				for i := range p.elems {
+					one(&p.elems[i])
+				}
+				p = nil
+			case patList:
+				for i := range p.elems {
+					one(&p.elems[i])
+				}
+				p = p.tail // nil: []
+			default:
+				one(p)
+				p = nil
+			}
+		}
+		if n := len(stack); n > 0 {
+			p, stack = stack[n-1], stack[:n-1]
+		}
+	}
 }

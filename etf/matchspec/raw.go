@@ -148,7 +148,7 @@ func encodeRawPattern(p *pattern) bool {
 			p.enc = enc[1:]
 		}
 		return true
-	case patSame:
+	case patSame, patRebind:
 		return true
 	case patTuple:
 		for i := range p.elems {
@@ -426,7 +426,7 @@ func rawHeadRejects(p *pattern, b []byte, start, end int, spans []rawSpan) bool 
 	switch p.kind {
 	case patBind:
 		spans[p.slot] = rawSpan{start, end}
-	case patSame:
+	case patSame, patRebind:
 		if s := spans[p.slot]; s.start >= 0 {
 			return rawDiffer(b[s.start:s.end], body)
 		}
