@@ -213,7 +213,6 @@ func (t *Table) nativeRebuild(next uint64, fill func(add func(bulkObject) error)
 	nsegs := next / nativeSlotsPerSeg
 	nat.segs = make([]nativeChild, nsegs)
 	nat.parts = make([]nativeChild, (nsegs+nativeSegsPerPart-1)/nativeSegsPerPart)
-	t.segs = make([]int64, nsegs)
 	t.segCache = make([]*[slotsPerSeg]slotWord, next/slotsPerSeg)
 	for i := range t.segCache {
 		t.segCache[i] = new([slotsPerSeg]slotWord)

@@ -113,7 +113,6 @@ func (t *Table) nativeSplitWrite(plan []nativeSplit, body []byte, m, newM, newN 
 		nat.parts = append(nat.parts, nativeChild{})
 	}
 	nat.segs = append(nat.segs, nativeChild{})
-	t.segs = append(t.segs, 0)
 	t.segCache = append(t.segCache, new([slotsPerSeg]slotWord), new([slotsPerSeg]slotWord))
 	nat.dirty[seg] = struct{}{}
 	nat.dirty[n/nativeSlotsPerSeg] = struct{}{}

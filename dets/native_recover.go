@@ -193,7 +193,6 @@ func (t *Table) nativeRecover() error {
 			nat.parts = append(nat.parts, nativeChild{})
 		}
 		nat.segs = append(nat.segs, nativeChild{})
-		t.segs = append(t.segs, 0)
 		t.segCache = append(t.segCache, new([slotsPerSeg]slotWord), new([slotsPerSeg]slotWord))
 		nat.dirty[seg] = struct{}{}
 	}

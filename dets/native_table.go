@@ -223,7 +223,6 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 	t.kind, t.keyPos = Kind(s.kind), int(s.keyPos)
 	t.h = header{shape: shape{m: m.m, n: m.n, next: m.next, minSlots: s.minSlots, maxSlots: s.maxSlots,
 		noObjects: m.noObjects, noKeys: m.noKeys}}
-	t.segs = make([]int64, nsegs) // native reads no entry on its own: filled as parts are read
 	t.segCache = make([]*[slotsPerSeg]slotWord, m.next/slotsPerSeg)
 	t.entryReads = singleEntryReads // a segment is verified whole (§5.1)
 	t.fileEnd = int64(m.dataEnd)
@@ -300,9 +299,6 @@ func (t *Table) nativeLoadPart(p uint64) error {
 		return err
 	}
 	copy(nat.segs[lo:lo+n], children[:n])
-	for i, c := range children[:n] {
-		t.segs[lo+i] = int64(c.off)
-	}
 	return nil
 }
 
@@ -651,7 +647,6 @@ func (t *Table) nativeCheckpoint(durable, byClose bool) error {
 			return err
 		}
 		nat.segs[s] = nativeChild{off, encodeNativeSegment(b, &es)}
-		t.segs[s] = int64(off)
 		dirtyParts[s/nativeSegsPerPart] = struct{}{}
 	}
 	for p := range nat.parts {

@@ -35,7 +35,7 @@ type Table struct {
 
 	bud        *buddy
 	parts      [numParts]uint32         // otp9's part table (32-bit like its file; a format of its own keeps its own)
-	segs       []int64                  // segment addresses, one per 1<<lay.segShift slots
+	segs       []int64                  // otp9's segment addresses (native's are nat.segs)
 	segCache   []*[slotsPerSeg]slotWord // lazily read slot entries, in pages of 256 (see segment)
 	entryReads int                      // slot entries read one by one (entry)
 	fileEnd    int64                    // end of data (EOF while dirty)
