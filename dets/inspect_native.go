@@ -34,6 +34,10 @@ type NativeImage struct {
 	logRead bool // lg and logErr hold the current epoch's log
 	lg      nativeLog
 	logErr  error
+
+	hasLast    bool  // RegionOf answered last for last with lastRegion:
+	last       int64 // dets inspect --offset asks for one offset twice
+	lastRegion Region
 }
 
 // IsNativeHeader reports whether b, a file's first bytes, carries the
@@ -272,6 +276,23 @@ func (im *NativeImage) segmentInto(m *nativeMeta, c nativeChild, page []byte, es
 	return int64(c.off), nil
 }
 
+// eachSegment calls fn with each of segs and its entries, or the error
+// that kept them from being read, through one page buffer and one entry
+// array, until fn returns false.
+func (im *NativeImage) eachSegment(m *nativeMeta, segs []Pointer, fn func(s Pointer, es *[nativeSlotsPerSeg]nativeEntry, err error) bool) {
+	page := make([]byte, nativePageSize)
+	var es [nativeSlotsPerSeg]nativeEntry
+	for _, s := range segs {
+		seg, err := im.part(uint64(s.Index) / nativeSegsPerPart)
+		if err == nil {
+			_, err = im.segmentInto(m, seg[s.Index%nativeSegsPerPart], page, &es)
+		}
+		if !fn(s, &es, err) {
+			return
+		}
+	}
+}
+
 // Slot returns slot n's entry as of the last checkpoint: Ptr is its cell
 // or block and Size that cell's or block's room (0: an empty slot). The
 // bucket's own size is in its header (AnnotateBucket).
@@ -416,8 +437,18 @@ func (im *NativeImage) log(m *nativeMeta) (nativeLog, error) {
 // structure the current meta names are "free or unreferenced", a region
 // that runs from the end of the structure below to the start of the one
 // above, so that a walk over the file asks once per region. It reads
-// every segment for an offset that no header, node or log names.
+// every segment for an offset that no header, node or log names, so the
+// last answer is kept.
 func (im *NativeImage) RegionOf(off int64) Region {
+	if im.hasLast && im.last == off {
+		return im.lastRegion
+	}
+	r := im.regionOf(off)
+	im.hasLast, im.last, im.lastRegion = true, off, r
+	return r
+}
+
+func (im *NativeImage) regionOf(off int64) Region {
 	pages := []string{"superblock", "meta A", "meta B", "log head (even epochs)", "log head (odd epochs)"}
 	if off < 0 || off >= im.size {
 		return outsideFile(off)
@@ -492,23 +523,22 @@ func (im *NativeImage) RegionOf(off int64) Region {
 			return Region{"segment", s.Addr, s.Addr + nativePageSize, int64(s.Index)}
 		}
 	}
-	page := make([]byte, nativePageSize)
-	var es [nativeSlotsPerSeg]nativeEntry
-	for _, s := range segs {
-		seg, err := im.part(uint64(s.Index) / nativeSegsPerPart)
+	var bucket Region
+	im.eachSegment(m, segs, func(s Pointer, es *[nativeSlotsPerSeg]nativeEntry, err error) bool {
 		if err != nil {
 			unknown()
-			continue
-		}
-		if _, err := im.segmentInto(m, seg[s.Index%nativeSegsPerPart], page, &es); err != nil {
-			unknown()
-			continue
+			return true
 		}
 		for i, e := range es {
 			if e != 0 && in(e.off(), e.room()) {
-				return Region{"bucket", int64(e.off()), int64(e.off() + e.room()), int64(s.Index)*nativeSlotsPerSeg + int64(i)}
+				bucket = Region{"bucket", int64(e.off()), int64(e.off() + e.room()), int64(s.Index)*nativeSlotsPerSeg + int64(i)}
+				return false
 			}
 		}
+		return true
+	})
+	if bucket.Name != "" {
+		return bucket
 	}
 	return gap
 }

@@ -58,10 +58,9 @@ func (im *NativeImage) Redact() ([]byte, RedactStats, error) {
 			}
 		}
 		var entries []nativeEntry
-		for _, s := range segs {
-			_, es, err := im.segment(s.Index)
+		im.eachSegment(m, segs, func(s Pointer, es *[nativeSlotsPerSeg]nativeEntry, err error) bool {
 			if err != nil {
-				continue // its buckets are reached only through it: zeroed
+				return true // its buckets are reached only through it: zeroed
 			}
 			r.keep(s.Addr, nativePageSize)
 			for _, e := range es {
@@ -69,7 +68,8 @@ func (im *NativeImage) Redact() ([]byte, RedactStats, error) {
 					entries = append(entries, e)
 				}
 			}
-		}
+			return true
+		})
 		lg, _ := im.log(m)
 		for _, b := range lg.blocks {
 			r.keep(int64(b), nativeLogBlockSize)
