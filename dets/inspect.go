@@ -297,34 +297,20 @@ func (im *Image) RegionOf(off int64) Region {
 	case off >= size-trailerSize:
 		return Region{"trailer", size - trailerSize, size, -1}
 	}
-	// gap narrows to the bytes around off that nothing names, the answer
-	// when nothing holds off, so that a walk asks once per region.
-	gap := Region{"unknown", baseAddr, size - trailerSize, -1}
-	in := func(start, n int64) bool {
-		switch {
-		case off >= start && off-start < n:
-			return true
-		case start > off:
-			gap.End = min(gap.End, start)
-		case n > 0:
-			gap.Start = max(gap.Start, start+n)
-		}
-		return false
-	}
+	g := newGapAround(off, "unknown", baseAddr, size-trailerSize)
 	var node Region
-	bad := false // a part or segment outside the file: its buckets are unknown
 	im.eachPart(func(p Pointer) bool {
-		if in(p.Addr, partSize) {
+		if g.holds(p.Addr, partSize) {
 			node = Region{"part", p.Addr, p.Addr + partSize, int64(p.Index)}
 		}
-		bad = bad || p.Bad != ""
+		g.blind = g.blind || p.Bad != "" // its buckets are unknown
 		return node.Name == ""
 	})
 	im.eachSegment(func(s Pointer) bool {
-		if node.Name == "" && in(s.Addr, segmentSize) {
+		if node.Name == "" && g.holds(s.Addr, segmentSize) {
 			node = Region{"segment", s.Addr, s.Addr + segmentSize, int64(s.Index)}
 		}
-		bad = bad || s.Bad != ""
+		g.blind = g.blind || s.Bad != ""
 		return node.Name == ""
 	})
 	if node.Name != "" {
@@ -332,7 +318,7 @@ func (im *Image) RegionOf(off int64) Region {
 	}
 	var bucket Region
 	im.slots(func(e SlotEntry) {
-		if bucket.Name == "" && e.Size > 0 && in(e.Ptr, e.Size) {
+		if bucket.Name == "" && e.Size > 0 && g.holds(e.Ptr, e.Size) {
 			bucket = Region{"bucket", e.Ptr, e.Ptr + e.Size, e.Slot}
 		}
 	})
@@ -343,12 +329,49 @@ func (im *Image) RegionOf(off int64) Region {
 		if off >= fl {
 			return Region{"free lists", fl, size - trailerSize, -1}
 		}
-		in(fl, size-trailerSize-fl)
+		g.holds(fl, size-trailerSize-fl)
 	}
-	if bad {
-		return Region{"unknown", off, off + 1, -1}
+	return g.region()
+}
+
+// gapAround answers RegionOf for bytes that no structure holds. Each
+// structure offered to holds that does not hold off narrows the gap to
+// the bytes between the nearest structures below and above off, so that
+// a walk over the file asks once per region. When some structure could
+// not be listed (blind: a damaged part or segment hides its buckets) the
+// answer is off's byte alone.
+type gapAround struct {
+	off   int64
+	gap   Region
+	blind bool
+}
+
+// newGapAround starts with the whole stretch [lo, hi) named name.
+func newGapAround(off int64, name string, lo, hi int64) gapAround {
+	return gapAround{off: off, gap: Region{name, lo, hi, -1}}
+}
+
+// holds reports whether [start, start+n) holds off. The sums are taken
+// unsigned: a native offset read from a damaged file may sit near 2^64.
+func (g *gapAround) holds(start, n int64) bool {
+	u, s, e := uint64(g.off), uint64(start), uint64(start)+uint64(n)
+	switch {
+	case u >= s && u-s < uint64(n):
+		return true
+	case s > u:
+		g.gap.End = int64(min(uint64(g.gap.End), s))
+	case e > s: // below off, and no wrap
+		g.gap.Start = int64(max(uint64(g.gap.Start), e))
 	}
-	return gap
+	return false
+}
+
+// region is the answer once every structure was offered.
+func (g *gapAround) region() Region {
+	if g.blind {
+		return Region{g.gap.Name, g.off, g.off + 1, -1}
+	}
+	return g.gap
 }
 
 // outsideFile is the region RegionOf gives an offset that is not in the

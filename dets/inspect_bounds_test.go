@@ -219,3 +219,44 @@ func TestRegionOfGapNeedsEveryBucketOTP9(t *testing.T) {
 		t.Errorf("with a part outside the file, byte %d is in %v, want that byte alone", free, r)
 	}
 }
+
+// TestGapAround: the gap RegionOf gives unreferenced bytes is bounded by
+// the nearest structures offered below and above the offset, whatever
+// their order; one that starts near 2^64 (a native offset read from a
+// damaged file) narrows nothing; a blind walk answers the offset's byte
+// alone.
+func TestGapAround(t *testing.T) {
+	const huge = int64(-1 << 4) // uint64 2^64 - 16
+	cases := []struct {
+		name   string
+		offer  [][2]int64 // start, length
+		blind  bool
+		holds  int // index of the structure that holds 500, or -1
+		region Region
+	}{
+		{"nothing offered", nil, false, -1, Region{"gap", 100, 1000, -1}},
+		{"narrowed both sides", [][2]int64{{700, 10}, {200, 50}, {600, 5}, {300, 20}}, false, -1, Region{"gap", 320, 600, -1}},
+		{"touching ends", [][2]int64{{480, 20}, {501, 1}}, false, -1, Region{"gap", 500, 501, -1}},
+		{"held", [][2]int64{{200, 50}, {490, 20}}, false, 1, Region{}},
+		{"starts near 2^64", [][2]int64{{huge, 32}}, false, -1, Region{"gap", 100, 1000, -1}},
+		{"empty structure", [][2]int64{{400, 0}, {800, 0}}, false, -1, Region{"gap", 100, 800, -1}},
+		{"blind", [][2]int64{{200, 50}}, true, -1, Region{"gap", 500, 501, -1}},
+	}
+	for _, c := range cases {
+		g := newGapAround(500, "gap", 100, 1000)
+		g.blind = c.blind
+		held := -1
+		for i, s := range c.offer {
+			if g.holds(s[0], s[1]) && held < 0 {
+				held = i
+			}
+		}
+		if held != c.holds {
+			t.Errorf("%s: held by %d, want %d", c.name, held, c.holds)
+			continue
+		}
+		if held < 0 && g.region() != c.region {
+			t.Errorf("%s: region %v, want %v", c.name, g.region(), c.region)
+		}
+	}
+}

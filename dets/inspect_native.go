@@ -457,31 +457,19 @@ func (im *NativeImage) regionOf(off int64) Region {
 		p := off / nativePageSize
 		return Region{pages[p], p * nativePageSize, (p + 1) * nativePageSize, -1}
 	}
-	// gap narrows to the unreferenced bytes around off as structures
-	// are passed; it is the answer when none holds off.
-	gap := Region{"free or unreferenced", nativeBase, im.size, -1}
+	const unref = "free or unreferenced"
 	m, err := im.current()
 	if err != nil {
-		return Region{"free or unreferenced", off, off + 1, -1}
+		return Region{unref, off, off + 1, -1}
 	}
-	u := uint64(off)
-	in := func(start, n uint64) bool {
-		switch {
-		case u >= start && u-start < n:
-			return true
-		case start > u:
-			gap.End = min(gap.End, int64(min(start, uint64(im.size))))
-		case start+n > start: // below off, and no wrap
-			gap.Start = max(gap.Start, int64(start+n))
-		}
-		return false
-	}
+	g := newGapAround(off, unref, nativeBase, im.size)
+	in := func(start, n uint64) bool { return g.holds(int64(start), int64(n)) }
 	switch {
 	case in(m.rootOff, m.rootLen):
 		return Region{"root", int64(m.rootOff), int64(m.rootOff + m.rootLen), -1}
 	case in(m.freeOff, m.freeLen):
 		return Region{"free record", int64(m.freeOff), int64(m.freeOff + m.freeLen), -1}
-	case u >= m.dataEnd:
+	case uint64(off) >= m.dataEnd:
 		return Region{"past the data end", int64(m.dataEnd), im.size, -1}
 	}
 	in(m.dataEnd, 0)
@@ -502,21 +490,13 @@ func (im *NativeImage) regionOf(off int64) Region {
 	}
 	parts, segs, err := im.Tree()
 	if err != nil {
-		return Region{"free or unreferenced", off, off + 1, -1}
-	}
-	// unknown makes the answer one byte when buckets cannot be listed: a
-	// part or segment that fails names buckets nobody can see.
-	unknown := func() {
-		gap = Region{"free or unreferenced", off, off + 1, -1}
-		in = func(start, n uint64) bool { return u >= start && u-start < n }
+		return Region{unref, off, off + 1, -1}
 	}
 	for _, p := range parts {
 		if in(uint64(p.Addr), nativePageSize) {
 			return Region{"part", p.Addr, p.Addr + nativePageSize, int64(p.Index)}
 		}
-		if p.Bad != "" {
-			unknown()
-		}
+		g.blind = g.blind || p.Bad != "" // it names buckets nobody can see
 	}
 	for _, s := range segs {
 		if in(uint64(s.Addr), nativePageSize) {
@@ -526,7 +506,7 @@ func (im *NativeImage) regionOf(off int64) Region {
 	var bucket Region
 	im.eachSegment(m, segs, func(s Pointer, es *[nativeSlotsPerSeg]nativeEntry, err error) bool {
 		if err != nil {
-			unknown()
+			g.blind = true
 			return true
 		}
 		for i, e := range es {
@@ -540,7 +520,7 @@ func (im *NativeImage) regionOf(off int64) Region {
 	if bucket.Name != "" {
 		return bucket
 	}
-	return gap
+	return g.region()
 }
 
 // AnnotateBucket annotates the bucket in the cell or block of room bytes
