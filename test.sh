@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the project. Installs what the tests need when it is
 # missing: Erlang/OTP (erlang-nox) is the oracle for the otp9 format,
-# util-linux's flock(1) is used by the lock tests, and qemu-user-static
-# runs the arm64 tests.
+# util-linux's flock(1) is used by the lock tests, qemu-user-static runs
+# the arm64 tests, and the race detector needs cgo, so a C compiler and
+# the C library's headers (gcc, libc6-dev).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -10,6 +11,8 @@ need=()
 command -v erl >/dev/null 2>&1 || need+=(erlang-nox)
 command -v flock >/dev/null 2>&1 || need+=(util-linux)
 command -v qemu-aarch64-static >/dev/null 2>&1 || need+=(qemu-user-static)
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
+[ -e /usr/include/stdlib.h ] || need+=(libc6-dev)
 if [ ${#need[@]} -gt 0 ]; then
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
