@@ -16,6 +16,10 @@ command -v gcc >/dev/null 2>&1 || need+=(gcc)
 if [ ${#need[@]} -gt 0 ]; then
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
+	if ! command -v apt-get >/dev/null 2>&1 || { [ -n "$sudo" ] && ! command -v sudo >/dev/null 2>&1; }; then
+		echo "test.sh: missing Debian packages ${need[*]}; install them (as root: apt-get install ${need[*]}) and run again" >&2
+		exit 1
+	fi
 	echo "test.sh: installing ${need[*]}"
 	$sudo apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
