@@ -285,33 +285,16 @@ func (t *Table) RawAll() iter.Seq2[[]byte, error] {
 			clear(rs.objs)
 			st.release()
 		}()
-		var w scanWindow
-		for {
-			done, err := t.scanCollect(st, &w)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if done {
-				return
-			}
-			st.sortByPtr()
-			for i := 0; i < len(st.ents); {
-				j := scanStretch(st.ents, i)
-				if err := t.scanRead(st, st.ents[i:j], st.sizes[i:j]); err != nil {
-					yield(nil, err)
-					return
+		err := t.scanStretches(st, func() error {
+			for _, r := range st.refs {
+				if err := t.rawBucket(st, &rs, r, yield); err != nil {
+					return err
 				}
-				for _, r := range st.refs {
-					if err := t.rawBucket(st, &rs, r, yield); err != nil {
-						if err != errStopped {
-							yield(nil, err)
-						}
-						return
-					}
-				}
-				i = j
 			}
+			return nil
+		})
+		if err != nil && err != errStopped {
+			yield(nil, err)
 		}
 	}
 }
@@ -322,8 +305,8 @@ type rawScan struct {
 	objs []object
 }
 
-// errStopped reports that the loop body broke out of a raw traversal.
-var errStopped = fmt.Errorf("dets: raw traversal stopped")
+// errStopped reports that the loop body broke out of a traversal.
+var errStopped = fmt.Errorf("dets: traversal stopped")
 
 // rawBucket checks the whole bucket of r, then yields its objects; a bad
 // bucket yields none of them, as All does.

@@ -157,47 +157,57 @@ func (t *Table) All() iter.Seq2[etf.Term, error] {
 		}
 		st := scanPool.Get().(*scanState)
 		defer st.release()
-		var w scanWindow
-		for {
-			done, err := t.scanCollect(st, &w)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if done {
-				return
-			}
-			st.sortByPtr()
-			for i := 0; i < len(st.ents); {
-				j := scanStretch(st.ents, i)
-				if err := t.scanRead(st, st.ents[i:j], st.sizes[i:j]); err != nil {
-					yield(nil, err)
-					return
-				}
-				for _, r := range st.refs {
-					var objs []etf.Term
-					switch a := len(st.out); {
-					case r.where == inOut:
-						objs = st.out[r.off : r.off+r.n]
-					case st.decodeSet(st.body(r)):
-						objs = st.out[a:]
-					default:
-						var err error
-						if objs, err = t.scanDecode(st, r); err != nil {
-							yield(nil, err)
-							return
-						}
-					}
-					for _, o := range objs {
-						if !yield(o, nil) {
-							return
-						}
+		err := t.scanStretches(st, func() error {
+			for _, r := range st.refs {
+				var objs []etf.Term
+				switch a := len(st.out); {
+				case r.where == inOut:
+					objs = st.out[r.off : r.off+r.n]
+				case st.decodeSet(st.body(r)):
+					objs = st.out[a:]
+				default:
+					var err error
+					if objs, err = t.scanDecode(st, r); err != nil {
+						return err
 					}
 				}
-				clear(st.out) // the caller may keep what it was given, not st
-				st.out = st.out[:0]
-				i = j
+				for _, o := range objs {
+					if !yield(o, nil) {
+						return errStopped
+					}
+				}
 			}
+			clear(st.out) // the caller may keep what it was given, not st
+			st.out = st.out[:0]
+			return nil
+		})
+		if err != nil && err != errStopped {
+			yield(nil, err)
+		}
+	}
+}
+
+// scanStretches runs an otp9 traversal's steps: it collects each address
+// window's slot entries, sorts them into file order and reads them a
+// stretch at a time, calling visit with each stretch's buckets in
+// st.refs. An error of the steps or of visit ends it and is returned.
+func (t *Table) scanStretches(st *scanState, visit func() error) error {
+	var w scanWindow
+	for {
+		done, err := t.scanCollect(st, &w)
+		if err != nil || done {
+			return err
+		}
+		st.sortByPtr()
+		for i := 0; i < len(st.ents); {
+			j := scanStretch(st.ents, i)
+			if err := t.scanRead(st, st.ents[i:j], st.sizes[i:j]); err != nil {
+				return err
+			}
+			if err := visit(); err != nil {
+				return err
+			}
+			i = j
 		}
 	}
 }
