@@ -46,12 +46,16 @@ fi
 go vet ./...
 # bench/ is a module of its own (the peers stay out of the root go.mod):
 # vetted here so that a change of the engine's API cannot leave it
-# broken until someone runs a benchmark. Its tests are benchmarks, run by
-# bench/run.sh, not here.
+# broken until someone runs a benchmark. Its comparisons are run by
+# bench/run.sh, not here; its correctness tests are run below.
 (cd bench && go vet ./...)
 
 step "go test"
 go test -count=1 -timeout 20m ./...
+# bench/'s own checks: every peer store answers the workloads rightly
+# (the figures mean nothing otherwise), and the chart command draws
+# from a results file and refuses a bad one.
+(cd bench && BENCH_PEERS=1 go test -count=1 -run 'TestPeersStores$' . && go test -count=1 ./cmd/chart)
 
 step "go test -race (concurrent packages)"
 race_pkgs=()
