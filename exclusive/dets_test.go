@@ -1,6 +1,7 @@
 package exclusive
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -163,5 +164,40 @@ func TestAlreadyOpenRefusedReal(t *testing.T) {
 	}
 	if err := With(alias, Options{}, func(*dets.Table) error { called = true; return nil }); err != nil || !called {
 		t.Fatalf("after Close: err=%v called=%v", err, called)
+	}
+}
+
+// TestNULPathRefused: a path holding a NUL is refused before any lock or
+// open. The kernel reads such a name only up to the NUL, so "t.dets\x00x"
+// took t.dets itself as its sidecar and ran a session on the table while
+// another held the table's lock.
+func TestNULPathRefused(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "t.dets")
+	if err := With(p, Options{}, func(*dets.Table) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Locked(p, Options{}, func(string) error {
+		for _, q := range []string{p + "\x00x", p + "\x00", "\x00" + p} {
+			ran := false
+			err := With(q, Options{}, func(*dets.Table) error { ran = true; return nil })
+			var ae *AcquisitionError
+			if ran || !errors.As(err, &ae) || !errors.Is(err, ErrUnsafeAlias) {
+				t.Errorf("%q: ran %v, err %v (%s), want a refusal as an unsafe alias", q, ran, err, Code(err))
+			}
+			if _, err := lockfile.Acquire(q, lockfile.Options{}); err == nil {
+				t.Errorf("lockfile.Acquire(%q) took a lock", q)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, err := os.ReadFile(p); err != nil || !bytes.Equal(before, after) {
+		t.Fatalf("the table changed (%v)", err)
 	}
 }

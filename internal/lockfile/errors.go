@@ -55,7 +55,7 @@ const (
 	NonRegularSidecar                      // sidecar is not a regular file
 	MountPoint                             // data file or sidecar is itself a mount point
 	IdentityChanged                        // data path or sidecar changed while locking
-	InvalidName                            // final path element is empty, "." or ".."
+	InvalidName                            // final path element is empty, "." or "..", or the path holds a NUL
 )
 
 var aliasKindNames = [...]string{

@@ -381,7 +381,9 @@ func resolve(path string, h *Hooks, tentativeOK bool) (*Target, error) {
 // resolveOnce is one try of resolve. It gives errDataUnlinked when the data
 // file it found lost its name before it could be checked.
 func resolveOnce(path string, h *Hooks, tentativeOK bool) (*Target, error) {
-	if path == "" {
+	// A NUL ends the name the kernel reads: "t.dets\x00x" would lock and
+	// open t.dets itself as its sidecar, outside the table's lock.
+	if path == "" || strings.IndexByte(path, 0) >= 0 {
 		return nil, &AliasError{Kind: InvalidName, Path: path}
 	}
 	var t *Target
