@@ -3,8 +3,10 @@
 package lockfile
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"testing"
 	"time"
@@ -18,8 +20,11 @@ const childPathEnv = "GODETS_LOCKFILE_PATH"
 
 func TestMain(m *testing.M) {
 	testutil.RunChildRole(func(role string) int {
-		if role == "hold" {
+		switch role {
+		case "hold":
 			return runHolder(os.Getenv(childPathEnv))
+		case "acquire":
+			return runAcquire(os.Getenv(childPathEnv))
 		}
 		return 4
 	})
@@ -35,6 +40,22 @@ func runHolder(path string) int {
 	}
 	fmt.Println("locked")
 	_, _ = io.Copy(io.Discard, os.Stdin)
+	if err := l.Unlock(); err != nil {
+		fmt.Println("error:", err)
+		return 3
+	}
+	return 0
+}
+
+// runAcquire tries once to lock path and prints what it got: "locked",
+// or the error with whether it is EACCES and whether it is ENOENT.
+func runAcquire(path string) int {
+	l, err := Acquire(path, Options{})
+	if err != nil {
+		fmt.Printf("error eacces=%v enoent=%v: %v\n", errors.Is(err, fs.ErrPermission), errors.Is(err, fs.ErrNotExist), err)
+		return 0
+	}
+	fmt.Println("locked")
 	if err := l.Unlock(); err != nil {
 		fmt.Println("error:", err)
 		return 3

@@ -97,8 +97,12 @@ func openSidecar(z []byte, path string, create bool) (int, error) {
 	fd, err := openat(p, rw, sidecarPerm)
 	if err == unix.EACCES {
 		// Another user's sidecar we may not write: flock works on a
-		// read-only descriptor too. Never create in this case.
-		fd, err = openat(p, unix.O_RDONLY|oLargeFile|flags, 0)
+		// read-only descriptor too. Never create in this case. When
+		// there is no sidecar to open, the denial is the answer: a
+		// directory we may not create it in.
+		if fd, err = openat(p, unix.O_RDONLY|oLargeFile|flags, 0); err == unix.ENOENT {
+			err = unix.EACCES
+		}
 	}
 	runtime.KeepAlive(z)
 	if err != nil {
