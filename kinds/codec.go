@@ -3,6 +3,7 @@ package kinds
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"unicode/utf8"
 
 	"github.com/godets/godets/etf"
@@ -24,7 +25,9 @@ import (
 // Encode returns an error matching ErrEncode for a value that has no term
 // form. Both functions must be safe for concurrent use. Most users build
 // codecs from the built-ins (String, Int, ...) and the combinators (Tuple,
-// Record, Tuple2, List, Convert).
+// Record, Tuple2, List, Convert). A copy of a built-in with Encode or
+// Decode replaced runs the replacement: the built-ins' faster internal
+// paths serve only the functions they were made with.
 type Codec[T any] struct {
 	// Name says what the codec expects, in Erlang terms ("binary",
 	// "tuple of arity 2"); it appears as Expected in decode errors.
@@ -61,6 +64,35 @@ type Codec[T any] struct {
 	// binString marks String's readRaw (a binary read as a string), so a
 	// handle of two such codecs reads a pair in one go (directStrings).
 	binString bool
+
+	// encFor and decFor identify the Encode and Decode the fast paths
+	// were made with (stampFast). A copy of a built-in whose Encode or
+	// Decode the caller replaced keeps the fields above; trusted drops
+	// those that no longer belong, so the caller's functions run.
+	encFor, decFor uintptr
+}
+
+// funcID identifies a function value's code; 0 for nil.
+func funcID[F any](f F) uintptr { return reflect.ValueOf(f).Pointer() }
+
+// stampFast records that c's fast paths belong to its Encode and Decode.
+func stampFast[T any](c Codec[T]) Codec[T] {
+	c.encFor, c.decFor = funcID(c.Encode), funcID(c.Decode)
+	return c
+}
+
+// trusted returns c without the fast paths whose Encode or Decode was
+// replaced after stampFast: the encoding ones (borrow, appendRaw) follow
+// Encode, the decoding ones (adopt, readRaw, binString) follow Decode.
+// Every handle and combinator takes its codecs through it.
+func (c Codec[T]) trusted() Codec[T] {
+	if (c.borrow != nil || c.appendRaw != nil) && funcID(c.Encode) != c.encFor {
+		c.borrow, c.appendRaw = nil, nil
+	}
+	if (c.adopt != nil || c.readRaw != nil || c.binString) && funcID(c.Decode) != c.decFor {
+		c.adopt, c.readRaw, c.binString = nil, nil, false
+	}
+	return c
 }
 
 // valid reports whether both functions are set.
@@ -85,7 +117,7 @@ func (c *Codec[T]) decodeOwned(t etf.Term) (T, error) {
 // String stores a Go string as an Erlang binary, the way Gleam and Elixir
 // store their strings. Decoding accepts any binary: like Go strings, the
 // bytes need not be valid UTF-8.
-var String = Codec[string]{
+var String = stampFast(Codec[string]{
 	Name: "binary",
 	Encode: func(s string) (etf.Term, error) {
 		return etf.Binary(s), nil
@@ -108,13 +140,13 @@ var String = Codec[string]{
 	appendRaw: appendStringRaw,
 	readRaw:   readStringRaw,
 	binString: true,
-}
+})
 
 // Bytes stores a byte slice as an Erlang binary. Encode does not copy: the
 // caller must not change the slice while the call that encodes it runs.
 // Decode returns the term's own bytes, which the caller then owns (terms
 // that the table returns are fresh and not shared).
-var Bytes = Codec[[]byte]{
+var Bytes = stampFast(Codec[[]byte]{
 	Name: "binary",
 	Encode: func(b []byte) (etf.Term, error) {
 		return etf.Binary(b), nil
@@ -127,7 +159,7 @@ var Bytes = Codec[[]byte]{
 	},
 	appendRaw: appendBinary,
 	readRaw:   readBytesRaw,
-}
+})
 
 // Charlist stores a Go string as an Erlang string: a list of Unicode code
 // points, the form Erlang's "abc" literals have. Encoding needs valid UTF-8.
@@ -157,7 +189,7 @@ var Int = Integer[int64]()
 // Float stores a float64 as an Erlang float. NaN and infinities have no
 // Erlang form and fail to encode. Decoding accepts only floats, not
 // integers, as Gleam's decode.float does on the Erlang target.
-var Float = Codec[float64]{
+var Float = stampFast(Codec[float64]{
 	Name: "float",
 	Encode: func(f float64) (etf.Term, error) {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
@@ -173,10 +205,10 @@ var Float = Codec[float64]{
 	},
 	appendRaw: appendFloatRaw,
 	readRaw:   readFloatRaw,
-}
+})
 
 // Bool stores a bool as the atom true or false.
-var Bool = Codec[bool]{
+var Bool = stampFast(Codec[bool]{
 	Name: "atom true or false",
 	Encode: func(b bool) (etf.Term, error) {
 		return etf.Bool(b), nil
@@ -194,7 +226,7 @@ var Bool = Codec[bool]{
 	},
 	appendRaw: appendBoolRaw,
 	readRaw:   readBoolRaw,
-}
+})
 
 // maxAtomChars is Erlang's limit on the characters in one atom.
 const maxAtomChars = 255
@@ -202,7 +234,7 @@ const maxAtomChars = 255
 // Atom stores a Go string as an Erlang atom. The string must be valid UTF-8
 // of at most 255 characters. Atoms are never garbage collected in the
 // BEAM, so store unbounded user input with String instead.
-var Atom = Codec[string]{
+var Atom = stampFast(Codec[string]{
 	Name: "atom",
 	Encode: func(s string) (etf.Term, error) {
 		if !utf8.ValidString(s) {
@@ -221,7 +253,7 @@ var Atom = Codec[string]{
 	},
 	appendRaw: appendAtomRaw,
 	readRaw:   readAtomRaw,
-}
+})
 
 // Term passes Erlang terms through unchanged, for values of any shape.
 var Term = Codec[etf.Term]{
@@ -251,7 +283,7 @@ type integer interface {
 func Integer[T integer]() Codec[T] {
 	var zero T
 	inRange := fmt.Sprintf("integer in %T range", zero)
-	return Codec[T]{
+	return stampFast(Codec[T]{
 		Name: "integer",
 		Encode: func(v T) (etf.Term, error) {
 			if v < 0 {
@@ -285,5 +317,5 @@ func Integer[T integer]() Codec[T] {
 		},
 		appendRaw: appendIntRaw[T],
 		readRaw:   readIntRaw[T],
-	}
+	})
 }

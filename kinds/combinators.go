@@ -24,6 +24,7 @@ type TupleField[T any] struct {
 //
 //	kinds.Field(kinds.String, func(u *User) *string { return &u.Name })
 func Field[T, F any](c Codec[F], at func(*T) *F) TupleField[T] {
+	c = c.trusted()
 	f := TupleField[T]{
 		encode: func(v *T) (etf.Term, error) {
 			if c.Encode == nil || at == nil {
@@ -123,7 +124,7 @@ func tupleCodec[T any](tag string, fields []TupleField[T]) Codec[T] {
 		},
 	}
 	directTuple(&c, tag, fields)
-	return c
+	return stampFast(c)
 }
 
 // directTuple gives a tuple codec the direct path when every field has

@@ -33,6 +33,7 @@ func newBase[K, V any](t *dets.Table, want dets.Kind, kc Codec[K], vc Codec[V]) 
 	if err := checkTable(t, want); err != nil {
 		return base[K, V]{}, err
 	}
+	kc, vc = kc.trusted(), vc.trusted()
 	_, kStr := any(kc).(Codec[string])
 	_, vStr := any(vc).(Codec[string])
 	return base[K, V]{t: t, kc: kc, vc: vc, strings: kStr && vStr && kc.binString && vc.binString}, nil

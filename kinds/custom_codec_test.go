@@ -1,0 +1,89 @@
+package kinds
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/godets/godets/dets"
+	"github.com/godets/godets/etf"
+)
+
+// A copy of a built-in codec whose Encode or Decode the caller replaced
+// must run the caller's function. The copy kept the built-in's fast paths
+// and the handles preferred them: a key the caller's Encode would have
+// lowered was stored as given, and a value the caller's Decode rejects
+// came back with no error.
+func TestReplacedFunctionsOfABuiltinRun(t *testing.T) {
+	lower := String
+	lower.Encode = func(s string) (etf.Term, error) { return etf.Binary(strings.ToLower(s)), nil }
+	nonEmpty := String
+	nonEmpty.Decode = func(x etf.Term) (string, error) {
+		s, err := String.Decode(x)
+		if err == nil && s == "" {
+			return "", &DecodeError{Expected: "non-empty binary", Got: "empty binary"}
+		}
+		return s, err
+	}
+	if lower.trusted().appendRaw != nil || lower.trusted().borrow != nil {
+		t.Error("a replaced Encode kept the encoding fast paths")
+	}
+	if lower.trusted().readRaw == nil || !lower.trusted().binString {
+		t.Error("an untouched Decode lost its fast paths")
+	}
+	if nonEmpty.trusted().readRaw != nil || nonEmpty.trusted().adopt != nil || nonEmpty.trusted().binString {
+		t.Error("a replaced Decode kept the decoding fast paths")
+	}
+	if nonEmpty.trusted().appendRaw == nil {
+		t.Error("an untouched Encode lost its fast paths")
+	}
+
+	tab := openTable(t, dets.Set, 1)
+	s, err := NewSet(tab, lower, nonEmpty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Insert("ABC", ""); err != nil {
+		t.Fatal(err)
+	}
+	if objs, err := tab.Lookup(etf.Binary("abc")); err != nil || len(objs) != 1 {
+		t.Fatalf("the caller's Encode did not run: under abc %v (%v)", objs, err)
+	}
+	if _, err := s.Lookup("ABC"); !errors.Is(err, ErrDecode) {
+		t.Fatalf("Lookup: %v, want the caller's Decode to reject the empty value", err)
+	}
+	var allErr error
+	for range s.All(&allErr) {
+		t.Fatal("All yielded a row the caller's Decode rejects")
+	}
+	if !errors.Is(allErr, ErrDecode) {
+		t.Fatalf("All: %v, want the caller's Decode to reject the empty value", allErr)
+	}
+	for _, err := range s.Rows() {
+		if !errors.Is(err, ErrDecode) {
+			t.Fatalf("Rows: %v, want the caller's Decode to reject the empty value", err)
+		}
+	}
+	if ok, err := s.Member("aBc"); err != nil || !ok {
+		t.Fatalf("Member by the caller's Encode: %v, %v", ok, err)
+	}
+
+	// Inside a combinator, too.
+	pair, err := NewSet(tab, lower, Tuple2(nonEmpty, lower))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.Insert("K", Pair[string, string]{"x", "Y"}); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := tab.Lookup(etf.Binary("k"))
+	if err != nil || len(objs) != 1 || !etf.Equal(objs[0], etf.Tuple{etf.Binary("k"), etf.Tuple{etf.Binary("x"), etf.Binary("y")}}) {
+		t.Fatalf("Tuple2 over replaced codecs stored %v (%v)", objs, err)
+	}
+	if err := tab.Insert(etf.Tuple{etf.Binary("e"), etf.Tuple{etf.Binary(""), etf.Binary("y")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pair.Lookup("E"); !errors.Is(err, ErrDecode) {
+		t.Fatalf("Tuple2 Lookup: %v, want the caller's Decode to reject the empty element", err)
+	}
+}
