@@ -163,22 +163,61 @@ func mismatch(expected string, got any) error {
 }
 
 // within prefixes the path of a codec error with p, so nested codecs report
-// where in the object they failed. Other errors pass through unchanged.
+// where in the object they failed. A *DecodeError or *EncodeError that a
+// caller's codec wrapped (fmt.Errorf with %w, errors.Join) keeps its
+// wrapper: the result is a codecErrorIn. Other errors pass through
+// unchanged.
 func within(p string, err error) error {
-	var de *DecodeError
-	if errors.As(err, &de) {
-		c := *de
+	switch e := err.(type) {
+	case *DecodeError:
+		c := *e
 		c.Path = joinPath(p, c.Path)
 		return &c
+	case *EncodeError:
+		c := *e
+		c.Path = joinPath(p, c.Path)
+		return &c
+	case *codecErrorIn:
+		return e.under(p)
+	}
+	var de *DecodeError
+	if errors.As(err, &de) {
+		return (&codecErrorIn{orig: err, found: de}).under(p)
 	}
 	var ee *EncodeError
 	if errors.As(err, &ee) {
-		c := *ee
-		c.Path = joinPath(p, c.Path)
-		return &c
+		return (&codecErrorIn{orig: err, found: ee}).under(p)
 	}
 	return err
 }
+
+// codecErrorIn is a codec error inside a caller's wrapper, met at prefix
+// inside the object. errors.As finds the *DecodeError or *EncodeError with
+// its whole path (view); errors.Is sees the caller's chain (orig) too.
+type codecErrorIn struct {
+	prefix string
+	orig   error // what the codec returned
+	found  error // the *DecodeError or *EncodeError inside orig
+	view   error // found with prefix joined to its path
+}
+
+func (e *codecErrorIn) under(p string) *codecErrorIn {
+	c := &codecErrorIn{prefix: joinPath(p, e.prefix), orig: e.orig, found: e.found}
+	switch f := e.found.(type) {
+	case *DecodeError:
+		v := *f
+		v.Path = joinPath(c.prefix, v.Path)
+		c.view = &v
+	case *EncodeError:
+		v := *f
+		v.Path = joinPath(c.prefix, v.Path)
+		c.view = &v
+	}
+	return c
+}
+
+func (e *codecErrorIn) Error() string   { return "kinds: " + e.prefix + ": " + e.orig.Error() }
+func (e *codecErrorIn) Unwrap() []error { return []error{e.view, e.orig} }
 
 func joinPath(outer, inner string) string {
 	if inner == "" {
