@@ -66,32 +66,41 @@ func Field[T, F any](c Codec[F], at func(*T) *F) TupleField[T] {
 //		kinds.Field(kinds.Int, func(u *User) *int64 { return &u.Age }),
 //	)
 func Tuple[T any](fields ...TupleField[T]) Codec[T] {
-	return tupleCodec("", fields)
+	return tupleCodec("", false, fields)
 }
 
 // Record maps a struct T to an Erlang record: a tuple whose first element
 // is the atom tag, then one element per field, as -record(tag, {...})
-// stores it. Decoding checks the tag.
+// stores it. Decoding checks the tag. The tag is any atom, the empty one included;
+// one that is no atom (not UTF-8, or over 255 characters) makes every
+// Encode fail with ErrEncode.
 func Record[T any](tag string, fields ...TupleField[T]) Codec[T] {
-	return tupleCodec(tag, fields)
+	return tupleCodec(tag, true, fields)
 }
 
-func tupleCodec[T any](tag string, fields []TupleField[T]) Codec[T] {
+func tupleCodec[T any](tag string, tagged bool, fields []TupleField[T]) Codec[T] {
 	fields = append([]TupleField[T](nil), fields...)
 	off := 0
-	if tag != "" {
+	if tagged {
 		off = 1
 	}
 	arity := len(fields) + off
 	name := "tuple of arity " + strconv.Itoa(arity)
-	if tag != "" {
+	var tagErr error
+	if tagged {
 		name = "record " + quoteShort(tag) + " (" + name + ")"
+		if _, err := etf.Encode(etf.Atom(tag)); err != nil {
+			tagErr = &EncodeError{Codec: name, Reason: "the record tag is not a valid atom"}
+		}
 	}
 	c := Codec[T]{
 		Name: name,
 		Encode: func(v T) (etf.Term, error) {
+			if tagErr != nil {
+				return nil, tagErr
+			}
 			out := make(etf.Tuple, arity)
-			if tag != "" {
+			if tagged {
 				out[0] = etf.Atom(tag)
 			}
 			for i, f := range fields {
@@ -109,7 +118,7 @@ func tupleCodec[T any](tag string, fields []TupleField[T]) Codec[T] {
 			if !ok || len(tup) != arity {
 				return v, mismatch(name, t)
 			}
-			if tag != "" {
+			if tagged {
 				if a, ok := tup[0].(etf.Atom); !ok || string(a) != tag {
 					return v, &DecodeError{Path: ".1", Expected: "atom " + quoteShort(tag), Got: describe(tup[0])}
 				}
@@ -123,16 +132,16 @@ func tupleCodec[T any](tag string, fields []TupleField[T]) Codec[T] {
 			return v, nil
 		},
 	}
-	directTuple(&c, tag, fields)
+	directTuple(&c, tag, tagged, fields)
 	return stampFast(c)
 }
 
 // directTuple gives a tuple codec the direct path when every field has
 // one, the tuple fits SMALL_TUPLE_EXT and the tag is an atom.
-func directTuple[T any](c *Codec[T], tag string, fields []TupleField[T]) {
+func directTuple[T any](c *Codec[T], tag string, tagged bool, fields []TupleField[T]) {
 	var head []byte // the tuple's header and tag, as etf.Encode writes them
 	arity := len(fields)
-	if tag != "" {
+	if tagged {
 		enc, err := etf.Encode(etf.Atom(tag))
 		if err != nil {
 			return // Encode reports it

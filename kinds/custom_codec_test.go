@@ -87,3 +87,50 @@ func TestReplacedFunctionsOfABuiltinRun(t *testing.T) {
 		t.Fatalf("Tuple2 Lookup: %v, want the caller's Decode to reject the empty element", err)
 	}
 }
+
+// Record's tag is any atom: "" is the atom '' (Erlang's -record('', {a})
+// stores {'', A}), not "no tag", and a tag that is no atom fails every
+// Encode with ErrEncode instead of handing the engine a bad term.
+func TestRecordTags(t *testing.T) {
+	type one struct{ A int64 }
+	field := Field(Int, func(o *one) *int64 { return &o.A })
+	empty := Record("", field)
+	got, err := empty.Encode(one{7})
+	if want := (etf.Tuple{etf.Atom(""), etf.Int(7)}); err != nil || !etf.Equal(got, want) {
+		t.Fatalf("Record(\"\") encodes %v (%v), want %v", got, err, want)
+	}
+	if _, err := empty.Decode(etf.Tuple{etf.Int(7)}); !errors.Is(err, ErrDecode) {
+		t.Fatalf("Record(\"\") decoded a one-element tuple: %v", err)
+	}
+	if v, err := empty.Decode(etf.Tuple{etf.Atom(""), etf.Int(7)}); err != nil || v.A != 7 {
+		t.Fatalf("Record(\"\") decode: %v, %v", v, err)
+	}
+	tab := openTable(t, dets.Set, 1)
+	s, err := NewSet(tab, String, empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Insert("k", one{7}); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := tab.Lookup(etf.Binary("k"))
+	if want := (etf.Tuple{etf.Binary("k"), etf.Tuple{etf.Atom(""), etf.Int(7)}}); err != nil || len(objs) != 1 || !etf.Equal(objs[0], want) {
+		t.Fatalf("stored %v (%v), want %v", objs, err, want)
+	}
+	if v, err := s.Lookup("k"); err != nil || v.A != 7 {
+		t.Fatalf("Lookup: %v, %v", v, err)
+	}
+	for _, tag := range []string{"\xff", strings.Repeat("a", 256)} {
+		bad := Record(tag, field)
+		if _, err := bad.Encode(one{1}); !errors.Is(err, ErrEncode) {
+			t.Errorf("tag %q: Encode gave %v, want ErrEncode", tag, err)
+		}
+		bs, err := NewSet(tab, String, bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bs.Insert("b", one{1}); !errors.Is(err, ErrEncode) {
+			t.Errorf("tag %q: Insert gave %v, want ErrEncode", tag, err)
+		}
+	}
+}
