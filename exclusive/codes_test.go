@@ -297,3 +297,24 @@ func TestDocCodeTable(t *testing.T) {
 		}
 	}
 }
+
+// Error messages stay on one line: a cleanup with two failures, one of
+// them itself two joined errors, and the late acquisition whose release
+// failed (lockfile joined them with errors.Join, one per line).
+func TestMessagesAreOneLine(t *testing.T) {
+	a, b, c := errors.New("unlock failed"), errors.New("close failed"), errors.New("closing table failed")
+	for _, err := range []error{
+		&CleanupError{Primary: &AcquisitionError{Reason: ErrTimedOut}, Failures: []error{lockfile.JoinLine(a, b), c}},
+		lockfile.JoinLine(lockfile.ErrTimedOut, a),
+	} {
+		if msg := err.Error(); strings.Contains(msg, "\n") {
+			t.Errorf("two lines: %q", msg)
+		}
+		if !errors.Is(err, a) {
+			t.Errorf("%v: errors.Is lost a joined error", err)
+		}
+	}
+	if lockfile.JoinLine(nil, nil) != nil {
+		t.Error("JoinLine of nils is not nil")
+	}
+}

@@ -180,7 +180,7 @@ type CleanupError struct {
 }
 
 func (e *CleanupError) Error() string {
-	s := "exclusive: session cleanup failed: " + errors.Join(e.Failures...).Error()
+	s := "exclusive: session cleanup failed: " + lockfile.JoinLine(e.Failures...).Error()
 	if e.Primary != nil {
 		s += " (after: " + e.Primary.Error() + ")"
 	}

@@ -78,6 +78,11 @@ func refuseQuarantined(data string) error {
 func quarantine(data string, id lockfile.ID, held *lockfile.Lock) {
 	registry.Lock()
 	defer registry.Unlock()
+	quarantineLocked(data, id, held)
+}
+
+// quarantineLocked is quarantine with the registry held.
+func quarantineLocked(data string, id lockfile.ID, held *lockfile.Lock) {
 	registry.quarantined[data] = held
 	if held != nil {
 		// Only a held descriptor pins the inode; a released one's
@@ -153,12 +158,16 @@ func run[T any, R closer](path string, wait Wait, hooks *testHooks, mode runMode
 	}
 	s := session[R]{lock: lock, hooks: hooks, readOnly: mode.readOnly}
 	registry.Lock()
-	refused := registry.quarantID[lock.ID()]
+	_, byPath := registry.quarantined[lock.DataPath()]
+	refused := byPath || registry.quarantID[lock.ID()]
 	registry.Unlock()
 	if refused {
 		// Same file reached through another name (e.g. a bind-mounted
-		// directory) whose earlier cleanup failed.
-		_ = s.unlock()
+		// directory) whose earlier cleanup failed, or a session of this
+		// process whose release failed as this one took the lock.
+		if errs := s.release(); len(errs) > 0 {
+			return zero, s.cleanupFailed(&AcquisitionError{Reason: ErrQuarantined}, errs, "return")
+		}
 		return zero, &AcquisitionError{Reason: ErrQuarantined}
 	}
 	if openElsewhere(lock) {
@@ -243,12 +252,14 @@ func (s *session[R]) finish() (errs []error, readOnlyClose error) {
 // lockfile.Lock.Unlock).
 func (s *session[R]) release() []error {
 	s.done = true
-	// Empty critical section: the happens-before edge to the next
-	// session's post-acquisition check (see registry).
+	// The registry is held across the unlock: it is the happens-before
+	// edge to the next session's post-acquisition check (see registry),
+	// and a session of this process that takes the lock the moment it
+	// drops meets, in that check, the quarantine of a failed unlock.
 	registry.Lock()
-	registry.Unlock()
+	defer registry.Unlock()
 	if err := s.unlock(); err != nil {
-		quarantine(s.lock.DataPath(), s.lock.ID(), nil)
+		quarantineLocked(s.lock.DataPath(), s.lock.ID(), nil)
 		return []error{fmt.Errorf("exclusive: releasing lock: %w", err)}
 	}
 	return nil
@@ -271,7 +282,7 @@ func (s *session[R]) logFailure(primary error, errs []error, cause string) {
 		"event", EventCleanupFailed,
 		"path", s.lock.DataPath(),
 		"cause", cause,
-		"failures", errors.Join(errs...).Error(),
+		"failures", lockfile.JoinLine(errs...).Error(),
 	}
 	if primary != nil {
 		attrs = append(attrs, "primary", primary.Error())

@@ -557,3 +557,43 @@ func TestCodeAndMessageCarryNoPath(t *testing.T) {
 		t.Fatal("Code of nil or foreign error")
 	}
 }
+
+// A session of this process waiting for the lock when another's release
+// fails must not run: the release quarantines the file. The waiter used to
+// take the lock the moment the descriptor closed, before the quarantine
+// was recorded, and ran its callback on the quarantined file. (If the
+// waiter is not yet waiting when the release fails, the quarantine refuses
+// it before its first attempt: either way it must not run.)
+func TestWaiterRefusedAfterFailedRelease(t *testing.T) {
+	captureLog(t)
+	a := newFixture(t)
+	a.hooks.unlock = func(l *lockfile.Lock) error {
+		if err := l.Unlock(); err != nil {
+			return err
+		}
+		return errors.New("injected unlock failure")
+	}
+	b := newFixture(t)
+	b.path = a.path
+	inA := make(chan struct{})
+	aDone := make(chan error, 1)
+	go func() {
+		aDone <- a.run(Immediate, func(*fakeTable) error {
+			close(inA)
+			time.Sleep(100 * time.Millisecond) // let b start waiting
+			return nil
+		})
+	}()
+	<-inA
+	bRan := false
+	bErr := b.run(WaitUpTo(5*time.Second), func(*fakeTable) error { bRan = true; return nil })
+	if errA := <-aDone; !errors.Is(errA, ErrCleanupFailed) {
+		t.Fatalf("a: %v, want a cleanup failure", errA)
+	}
+	if bRan || !errors.Is(bErr, ErrQuarantined) {
+		t.Fatalf("b: ran %v, err %v, want ErrQuarantined without running", bRan, bErr)
+	}
+	if b.opens.Load() != 0 {
+		t.Fatal("b opened the quarantined table")
+	}
+}

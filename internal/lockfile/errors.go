@@ -3,6 +3,7 @@ package lockfile
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -124,3 +125,31 @@ func (e *FilesystemError) Error() string {
 
 // Is makes every FilesystemError match ErrUnsupportedFilesystem.
 func (e *FilesystemError) Is(target error) bool { return target == ErrUnsupportedFilesystem }
+
+// JoinLine is errors.Join on one line: the messages are separated by "; "
+// instead of newlines, so a log line or a CLI message stays one line.
+// Nil errors are dropped; it returns nil when all are.
+func JoinLine(errs ...error) error {
+	var kept []error
+	for _, err := range errs {
+		if err != nil {
+			kept = append(kept, err)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	return &lineJoin{kept}
+}
+
+type lineJoin struct{ errs []error }
+
+func (e *lineJoin) Error() string {
+	msgs := make([]string, len(e.errs))
+	for i, err := range e.errs {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e *lineJoin) Unwrap() []error { return e.errs }

@@ -263,7 +263,7 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 				// Late: the attempt stalled past the deadline. Give the
 				// lock back rather than start work the caller gave up on.
 				if uerr := l.Unlock(); uerr != nil {
-					return nil, errors.Join(ErrTimedOut, uerr)
+					return nil, JoinLine(ErrTimedOut, uerr)
 				}
 				return nil, ErrTimedOut
 			}
@@ -636,7 +636,7 @@ func (t *Target) verifyLocked(l *Lock, opts Options) (*Lock, error) {
 			if err == errStaleResolve {
 				return nil, uerr
 			}
-			return nil, errors.Join(err, uerr)
+			return nil, JoinLine(err, uerr)
 		}
 		return nil, err
 	}
@@ -753,7 +753,7 @@ func (l *Lock) unlock(mayPark bool) error {
 	}
 	if err := l.flock(lockUnlock); err != nil {
 		uerr := &fs.PathError{Op: "unlock", Path: l.target.Sidecar, Err: err}
-		return errors.Join(uerr, l.closeFile())
+		return JoinLine(uerr, l.closeFile())
 	}
 	if mayPark && l.parkable {
 		l.parkOrClose()

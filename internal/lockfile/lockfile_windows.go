@@ -1,7 +1,6 @@
 package lockfile
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"time"
@@ -118,7 +117,7 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 	}
 	if err != nil {
 		if uerr := l.Unlock(); uerr != nil {
-			return nil, errors.Join(err, uerr)
+			return nil, JoinLine(err, uerr)
 		}
 		return nil, err
 	}
@@ -192,5 +191,5 @@ func (l *Lock) Unlock() error {
 	if err := windows.CloseHandle(sem); err != nil {
 		cerr = fmt.Errorf("lockfile: closing semaphore: %w", err)
 	}
-	return errors.Join(rerr, cerr)
+	return JoinLine(rerr, cerr)
 }
