@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -144,6 +145,9 @@ func TestNilCallback(t *testing.T) {
 // TestAlreadyOpenRefusedReal opens a table directly with dets.Open and checks
 // that a session on the same file, through a symlink alias, is refused.
 func TestAlreadyOpenRefusedReal(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("dets has no file identities on Windows: a table open through dets.Open is not detected (package doc)")
+	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "t.dets")
 	tab, err := dets.Open(path, dets.Options{})

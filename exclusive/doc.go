@@ -38,8 +38,13 @@
 // are symlinks, hard links or not regular files, and data files or sidecars
 // that are themselves mount points (mount a directory, not the file). Only
 // known local filesystems are accepted; network, cluster, FUSE and overlay
-// filesystems give ErrUnsupportedFilesystem. Linux, macOS and FreeBSD are
-// supported (ErrUnsupportedTarget elsewhere). There is no unlocked fallback.
+// filesystems give ErrUnsupportedFilesystem. Linux, macOS and FreeBSD take
+// the flock lease above; Windows takes a named kernel semaphore derived from
+// the file's final path instead (the same lease: one owner, dropped when
+// the owner dies; internal/lockfile explains why not a file lock), which
+// leaves no sidecar. On Windows a table already open in this process
+// through dets.Open is not detected (dets has no file identities there).
+// ErrUnsupportedTarget elsewhere. There is no unlocked fallback.
 //
 // # Waiting
 //
