@@ -88,8 +88,8 @@ func TestReplacedFunctionsOfABuiltinRun(t *testing.T) {
 	}
 }
 
-// Record's tag is any atom: "" is the atom '' (Erlang's -record('', {a})
-// stores {'', A}), not "no tag", and a tag that is no atom fails every
+// Record's tag is any atom: "" is the empty atom (Erlang's record of that
+// name stores the empty atom and A), not "no tag", and a tag that is no atom fails every
 // Encode with ErrEncode instead of handing the engine a bad term.
 func TestRecordTags(t *testing.T) {
 	type one struct{ A int64 }

@@ -1,7 +1,9 @@
 package kinds
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -345,6 +347,45 @@ func TestTypedLayerAllocs(t *testing.T) {
 		t.Logf("%s: raw %.1f allocs, typed %.1f", p.name, raw, typed)
 		if typed > raw+1 {
 			t.Errorf("%s: typed %.1f allocs, raw %.1f: more than one extra", p.name, typed, raw)
+		}
+	}
+}
+
+// TestAdoptedStringsStayIntact covers the half of TestBorrowedTermsStayIntact
+// that String, String on the direct path never reaches: values stored as
+// BIT_BINARY_EXT with a whole last byte (a binary all the same, as some
+// writers store it) send Lookup to the term path, whose strings share
+// memory with the terms the engine returned (String.adopt). Later lookups
+// of other values through the same buffers must not change them.
+func TestAdoptedStringsStayIntact(t *testing.T) {
+	tab := openTable(t, dets.Set, 1)
+	s, err := NewSet(tab, String, String)
+	must(t, err)
+	put := func(k, v string) {
+		obj := []byte{131, 104, 2, 109} // {Binary,
+		obj = binary.BigEndian.AppendUint32(obj, uint32(len(k)))
+		obj = append(obj, k...)
+		obj = append(obj, 77) // BIT_BINARY_EXT
+		obj = binary.BigEndian.AppendUint32(obj, uint32(len(v)))
+		obj = append(append(obj, 8), v...)
+		must(t, tab.InsertRaw(obj))
+	}
+	var got []string
+	for i := range 200 {
+		put(fmt.Sprint("k", i), fmt.Sprint("value-", i))
+		v, err := s.Lookup(fmt.Sprint("k", i))
+		must(t, err)
+		got = append(got, v)
+	}
+	for i := range 200 {
+		put(fmt.Sprint("k", i), "XXXXXXXXXXXXXXXXXXXXXX")
+		if v, err := s.Lookup(fmt.Sprint("k", i)); err != nil || v != "XXXXXXXXXXXXXXXXXXXXXX" {
+			t.Fatalf("lookup %d: %q, %v", i, v, err)
+		}
+	}
+	for i, v := range got {
+		if v != fmt.Sprint("value-", i) {
+			t.Fatalf("value %d changed to %q", i, v)
 		}
 	}
 }
