@@ -101,6 +101,8 @@ func run(args []string, e env) int {
 		fmt.Fprint(e.stderr, topHelp())
 		return exitError
 	}
+	out := &outputWriter{w: e.stdout}
+	e.stdout = out
 	name := args[0]
 	switch name {
 	case "help", "-h", "-help", "--help":
@@ -110,10 +112,10 @@ func run(args []string, e env) int {
 				return report(e, "help", usagef("unknown command %q (run 'dets help')", args[1]))
 			}
 			fmt.Fprint(e.stdout, commandHelp(c))
-			return exitOK
+			return report(e, "help", out.failed())
 		}
 		fmt.Fprint(e.stdout, topHelp())
-		return exitOK
+		return report(e, "help", out.failed())
 	case "--version", "-version":
 		name, args = "version", append([]string{"version"}, args[1:]...)
 	}
@@ -134,7 +136,7 @@ func run(args []string, e env) int {
 	pos, err := parseInterleaved(fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(e.stdout, commandHelp(c))
-		return exitOK
+		return report(e, name, out.failed())
 	}
 	if err != nil {
 		// The flag package names flags with one dash; the help uses two.
@@ -152,7 +154,40 @@ func run(args []string, e env) int {
 			return ctx.report(err)
 		}
 	}
-	return ctx.report(body(pos))
+	err = body(pos)
+	if err == nil {
+		err = out.failed()
+	}
+	return ctx.report(err)
+}
+
+// outputWriter is a command's stdout. It keeps the first write error, so
+// that output lost to a full disk or a closed descriptor fails the command
+// (exit 1, "writing output: ...") instead of exiting 0 with nothing
+// written; commands that stream (dump, keys, select) say so themselves
+// as soon as a write fails.
+type outputWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (o *outputWriter) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.err = err
+	}
+	return n, err
+}
+
+// failed is the error to report for a lost write, or nil.
+func (o *outputWriter) failed() error {
+	if o.err == nil {
+		return nil
+	}
+	return fmt.Errorf("writing output: %w", o.err)
 }
 
 // report is the package report for this invocation: JSON if the command
