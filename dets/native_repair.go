@@ -500,8 +500,16 @@ func (p *repairPlan) nativeSizeSlots() {
 // insert rule over its objects in offset order, then the bucket.
 func (p *repairPlan) nativeBuild() error {
 	p.tmp = tmpPath(p.path)
+	if err := checkWritable(p.fs, p.path); err != nil {
+		return err
+	}
 	out, err := p.fs.OpenFile(p.tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
+		return err
+	}
+	if err := keepOwnerAndMode(p.fs, p.path, out); err != nil {
+		out.Close()
+		p.fs.Remove(p.tmp)
 		return err
 	}
 	err = p.guard.run(func() error { return p.nativeBuildInto(out) })

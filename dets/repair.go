@@ -408,8 +408,16 @@ func (p *repairPlan) sort() error {
 // (docs/repair.md §6); on an error it removes it.
 func (p *repairPlan) build() error {
 	p.tmp = tmpPath(p.path)
+	if err := checkWritable(p.fs, p.path); err != nil {
+		return err
+	}
 	out, err := p.fs.OpenFile(p.tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
+		return err
+	}
+	if err := keepOwnerAndMode(p.fs, p.path, out); err != nil {
+		out.Close()
+		p.fs.Remove(p.tmp)
 		return err
 	}
 	w, err := p.buildInto(out)
