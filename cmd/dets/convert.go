@@ -92,8 +92,9 @@ func (c *cmdCtx) convert(src, dst string, to dets.Format, force bool) error {
 	}
 	var st dets.ConvertStats
 	opts := exclusive.Options{Wait: c.waitOption()}
+	name := map[string]string{rs: src, rd: dst}
 	err = exclusive.Locked(first, opts, func(string) error {
-		return exclusive.Locked(second, opts, func(string) error {
+		err := exclusive.Locked(second, opts, func(string) error {
 			var err error
 			st, err = dets.Convert(rs, rd, to, dets.ConvertOptions{Repair: c.repair, Force: force})
 			if err != nil {
@@ -101,9 +102,24 @@ func (c *cmdCtx) convert(src, dst string, to dets.Format, force bool) error {
 			}
 			return nil
 		})
+		// Worded here, where it is known which file's lock failed: the
+		// outer session would wrap it as its own callback's failure.
+		var se *exclusive.SessionError
+		if errors.As(err, &se) && se.Stage == exclusive.CallbackFailure {
+			return wordedError{sessionError(src, c.wait, err)}
+		} else if err != nil {
+			return wordedError{sessionError(name[second], c.wait, err)}
+		}
+		return nil
 	})
-	if err != nil {
-		return sessionError(src, c.wait, err)
+	var w wordedError
+	var ce *exclusive.CleanupError
+	switch {
+	case err == nil:
+	case errors.As(err, &w) && !errors.As(err, &ce):
+		return w.err
+	default:
+		return sessionError(name[first], c.wait, err)
 	}
 	fmt.Fprintf(c.stdout, "%s: converted %s to %s in %s: %d objects, %d keys\n", src, st.From, st.To, dst, st.Objects, st.Keys)
 	if st.MaxSlotsClamped {
@@ -114,6 +130,13 @@ func (c *cmdCtx) convert(src, dst string, to dets.Format, force bool) error {
 	}
 	return nil
 }
+
+// wordedError carries an error sessionError already worded, through an
+// enclosing session that would word it again.
+type wordedError struct{ err error }
+
+func (w wordedError) Error() string { return w.err.Error() }
+func (w wordedError) Unwrap() error { return w.err }
 
 // convertError words a conversion's failure with the paths as given.
 func convertError(err error, rs, src, rd, dst string) error {

@@ -84,5 +84,38 @@ func TestConvertCommand(t *testing.T) {
 	if fileHash(t, c) != cb {
 		t.Error("convert wrote a DST whose lock was held")
 	}
+	// The message names the busy file, DST, not SRC (it named SRC).
+	if !strings.Contains(r.stderr, c+": busy") || strings.Contains(r.stderr, a+": busy") {
+		t.Errorf("busy DST: %q does not name DST as the busy file", r.stderr)
+	}
 	release()
+	// A lock held on SRC names SRC, whichever is locked first.
+	release = holdLock(t, a)
+	r = runDets(t, "convert", "--to", "native", "--force", a, c)
+	r.want(t, exitBusy, "convert", "busy SRC")
+	if !strings.Contains(r.stderr, a+": busy") {
+		t.Errorf("busy SRC: %q does not name SRC as the busy file", r.stderr)
+	}
+	release()
+	// A SRC that needs repair: the engine's words, without the session's.
+	d := filepath.Join(dir, "d.dets")
+	if err := os.WriteFile(d, dirtyCopy(t, a), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runDets(t, "convert", "--to", "native", d, filepath.Join(dir, "e.dets"))
+	if r.code == 0 || strings.Contains(r.stderr, "callback") || !strings.Contains(r.stderr, d) {
+		t.Errorf("convert of a SRC not closed properly: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// dirtyCopy is the bytes of the closed table at path with its closed
+// flag cleared (otp9 header offset 8: the file was not closed properly).
+func dirtyCopy(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[8], b[9], b[10], b[11] = 0, 0, 0, 0
+	return b
 }
