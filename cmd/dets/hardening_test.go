@@ -348,6 +348,36 @@ func TestDumpJSONLoadRoundTrip(t *testing.T) {
 	}
 }
 
+// TestLoadNewSetRefusesRepeatedKeys: a dump of a bag loaded into a new
+// file without --kind would make a set and keep one object a key, exiting
+// 0 with objects lost. It is refused before the file is created, in both
+// dump formats, and loads whole with --kind; an existing set still takes
+// the input by its own rule.
+func TestLoadNewSetRefusesRepeatedKeys(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "bag.dets")
+	makeTable(t, src, dets.Options{Kind: dets.Bag}, tup("a", 1), tup("a", 2), tup("b", 3), tup("a", 4))
+	for _, format := range []string{"erlang", "json"} {
+		dump := must(t, "dump", "--format", format, src).stdout
+		dst := filepath.Join(dir, format+".dets")
+		r := runDetsIn(t, []byte(dump), "load", dst)
+		r.want(t, exitError, "load", dst)
+		if !strings.Contains(r.stderr, "--kind bag") || !strings.Contains(r.stderr, "nothing was loaded") {
+			t.Errorf("%s: %q does not say what to do", format, r.stderr)
+		}
+		if _, err := os.Stat(dst); !os.IsNotExist(err) {
+			t.Fatalf("%s: the refused load created %s (%v)", format, dst, err)
+		}
+		runDetsIn(t, []byte(dump), "load", "--kind", "bag", dst).want(t, 0, "load --kind bag")
+		if a, b := must(t, "digest", src).stdout, must(t, "digest", dst).stdout; a != b {
+			t.Errorf("%s: digest %s after load --kind bag, want %s", format, b, a)
+		}
+		set := filepath.Join(dir, format+"-set.dets")
+		makeTable(t, set, dets.Options{}, tup("z", 0))
+		runDetsIn(t, []byte(dump), "load", set).want(t, 0, "load into an existing set")
+	}
+}
+
 // TestLoadJSONErrors: bad JSON lines are refused with their line number
 // and nothing is loaded; --syntax erlang reads JSON as Erlang (and fails).
 func TestLoadJSONErrors(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 
@@ -29,6 +30,8 @@ JSON if its first non-blank line is a JSON object, which Erlang text never
 is.
 
 A missing FILE is created with the given kind, key position and format.
+Without --kind it is a set, which keeps one object a key, so an input
+that repeats a key (the dump of a bag) is then refused: give its --kind.
 An existing FILE is extended: inserts follow the table's kind (a set keeps
 the last object per key). Its kind and key position are used unless --kind
 or --keypos is given, in which case they must match the file.
@@ -39,7 +42,7 @@ Only a failure while writing (a full disk, the otp9 2 GB limit) can leave
 the objects inserted before it in the table.`,
 	example: `  dets load --kind bag tags.dets tags.terms
   dets dump old.dets | dets load --keypos 2 new.dets
-  dets dump --format json old.dets | dets load new.dets
+  dets dump --format json old.dets | dets load --kind bag new.dets
   printf '{a,1}.\n{b,2}.\n' | dets load t.dets`,
 	setup: func(fs *flag.FlagSet, c *cmdCtx) func([]string) error {
 		kind := fs.String("kind", "set", "table `kind`: set, bag or duplicate_bag; an existing file keeps its own unless given")
@@ -131,6 +134,17 @@ func (c *cmdCtx) load(path, input, syntax string, o dets.Options, kindSet, keypo
 		}
 	}
 
+	// A new file is a set unless --kind says otherwise, and a set keeps one
+	// object a key: an input with repeated keys (the dump of a bag, say)
+	// would lose objects without a word. Refuse it before creating anything.
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) && !kindSet {
+		if n, line := repeatedKeys(objs, max(o.KeyPos, 1)); n > 0 {
+			return usagef("%s:%d: %d objects repeat an earlier object's key, and a new table is a set, "+
+				"which keeps one object a key; give --kind bag or --kind duplicate_bag to keep them "+
+				"all (--kind set keeps the last); nothing was loaded", name, line, n)
+		}
+	}
+
 	// A zero Kind or KeyPos accepts an existing file's own; a new file gets
 	// set and 1.
 	if !kindSet {
@@ -172,6 +186,26 @@ func (c *cmdCtx) load(path, input, syntax string, o dets.Options, kindSet, keypo
 	}
 	fmt.Fprintf(c.stdout, "%s: loaded %d objects; the table now holds %d objects\n", path, len(objs), total)
 	return nil
+}
+
+// repeatedKeys counts the objects whose key (element keypos, compared by
+// its encoding) an earlier object has, and gives the line of the first.
+func repeatedKeys(objs []consultObject, keypos int) (n, line int) {
+	seen := make(map[string]bool, len(objs))
+	for _, ob := range objs {
+		k, err := etf.Encode(ob.term.(etf.Tuple)[keypos-1])
+		if err != nil {
+			continue // checked above: cannot happen
+		}
+		if seen[string(k)] {
+			if n == 0 {
+				line = ob.line
+			}
+			n++
+		}
+		seen[string(k)] = true
+	}
+	return n, line
 }
 
 // elements counts a tuple's elements in words: "1 element", "2 elements".
