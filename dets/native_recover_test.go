@@ -265,12 +265,30 @@ func TestNativeRecoverFallback(t *testing.T) {
 			r.encode(b[offs[i]:])
 		},
 		"a record contradicts the shape": func(b []byte) {
-			i := slices.IndexFunc(lg.recs, func(r nativeLogRec) bool { return r.typ == recEmpty })
+			// A record that is its slot's only one in the log, so that
+			// moving it past next leaves no earlier PUT of that slot to
+			// become the last and fail its check, which would cut the
+			// log before the damage (seed 7632724332328582731 did: the
+			// record was a PUT whose slot's earlier bucket had been
+			// reused). Past next wherever it sits: after every GROW.
+			count := map[uint64]int{}
+			past := m.next
+			for _, g := range lg.recs {
+				switch g.typ {
+				case recPut, recEmpty:
+					count[g.slot]++
+				case recGrow:
+					past = max(past, g.slot)
+				}
+			}
+			i := slices.IndexFunc(lg.recs, func(r nativeLogRec) bool {
+				return (r.typ == recPut || r.typ == recEmpty) && count[r.slot] == 1
+			})
 			if i < 0 {
-				i = len(lg.recs) - 1
+				t.Fatal("no slot has a single record in the log")
 			}
 			r := lg.recs[i]
-			r.typ, r.entry, r.bsum, r.slot = recEmpty, 0, 0, m.next // past next
+			r.typ, r.entry, r.bsum, r.slot = recEmpty, 0, 0, past
 			r.encode(b[offs[i]:])
 		},
 	}
