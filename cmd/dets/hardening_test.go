@@ -412,10 +412,23 @@ func TestLoadJSONErrors(t *testing.T) {
 	r := runDetsIn(t, []byte(good), "load", "--syntax", "erlang", path)
 	r.want(t, exitError, "load --syntax erlang")
 	runDetsIn(t, []byte(good), "load", "--syntax", "yaml", path).want(t, exitError, "load --syntax yaml")
+	// A first line that opens a JSON object but is not valid JSON is
+	// reported as bad JSON (it was read as Erlang: "expected '}', found
+	// ':'").
+	for _, c := range []struct{ line, msg string }{
+		{`{"tuple":[{"atom":"b"}]} {}`, "more than one JSON value"},
+		{`{"tuple":[{"atom":"b"},`, "not JSON"},
+	} {
+		r := runDetsIn(t, []byte(c.line+"\n"), "load", path)
+		r.want(t, exitError, "load", c.line)
+		if !strings.Contains(r.stderr, c.msg) || strings.Contains(r.stderr, "found ':'") {
+			t.Errorf("first line %s: stderr %q, want %q", c.line, r.stderr, c.msg)
+		}
+	}
 	// Erlang text that starts like JSON is still Erlang.
-	r = runDetsIn(t, []byte("{\"tuple\", 1}.\n"), "load", path)
+	r = runDetsIn(t, []byte("{\"tuple\", 1}.\n{\"one\"}.\n"), "load", path)
 	r.want(t, 0, "load of Erlang text")
-	if got := readAll(t, path); len(got) != 1 || !etf.Equal(got[0], etf.Tuple{etf.Str("tuple"), etf.Int(1)}) {
+	if got := readAll(t, path); len(got) != 2 || !etf.Equal(got[0], etf.Tuple{etf.Str("tuple"), etf.Int(1)}) {
 		t.Fatalf("loaded %v", got)
 	}
 }

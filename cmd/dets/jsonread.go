@@ -25,9 +25,24 @@ func looksLikeJSON(data []byte) bool {
 		if len(line) == 0 {
 			continue
 		}
-		return line[0] == '{' && json.Valid(line)
+		return line[0] == '{' && (json.Valid(line) || startsJSONObject(line))
 	}
 	return false
+}
+
+// startsJSONObject reports whether line opens a JSON object: a brace, a
+// string, then the colon of a key, which Erlang text never has after a
+// brace (a tuple's string is followed by a comma or the closing brace).
+// It lets a JSON line that is not valid as a whole (nested too deep, two
+// objects on one line) be reported as bad JSON, not as bad Erlang.
+func startsJSONObject(line []byte) bool {
+	d := json.NewDecoder(bytes.NewReader(line))
+	for range 3 { // '{', the key, and the token after the colon
+		if _, err := d.Token(); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // parseJSONLines reads the JSON Lines that dump --format json writes, one
