@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -24,6 +23,7 @@ import (
 	"github.com/godets/godets/internal/crashfs"
 	mdl "github.com/godets/godets/internal/model"
 	"github.com/godets/godets/internal/otptest"
+	"github.com/godets/godets/internal/testutil"
 )
 
 // seedU64 is testSeed as the repair tests' generators take it.
@@ -283,24 +283,7 @@ func writeDirtyCopy(b testing.TB, dir string, kind Kind, n int) string {
 	return dirty
 }
 
-func copyFileT(b testing.TB, from, to string) {
-	b.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.Create(to)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		b.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		b.Fatal(err)
-	}
-}
+func copyFileT(b testing.TB, from, to string) { testutil.CopyFile(b, from, to, 0o644) }
 
 // peakHeap samples the heap (live and garbage objects) every 5 ms
 // while fn runs and returns the largest value seen.

@@ -1,7 +1,6 @@
 package lockfile
 
 import (
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,7 +45,7 @@ func TestSidecarCreateDenied(t *testing.T) {
 		}
 	}
 	bin := filepath.Join(top, "child.test")
-	copyFile(t, os.Args[0], bin)
+	testutil.CopyFile(t, os.Args[0], bin, 0o755)
 	cmd := testutil.Command("acquire", childPathEnv+"="+path)
 	cmd.Path, cmd.Args[0] = bin, bin
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -63,24 +62,5 @@ func TestSidecarCreateDenied(t *testing.T) {
 	}
 	if _, err := os.Lstat(path + SidecarSuffix); !os.IsNotExist(err) {
 		t.Fatalf("a sidecar exists: %v", err)
-	}
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	src, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -3,6 +3,7 @@ package testutil
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -84,5 +85,25 @@ func WaitForFile(t testing.TB, path string, timeout time.Duration, what string) 
 			t.Fatalf("%s never got ready (no %s after %v)", what, path, timeout)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// CopyFile copies the file from to a new file to with mode perm.
+func CopyFile(t testing.TB, from, to string, perm os.FileMode) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, perm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
