@@ -134,10 +134,33 @@ func decodeWhole(b []byte, bd *RawBatch) (Term, error) {
 	if d.off != len(b) {
 		return nil, derr(d.off, "%d trailing bytes after the term", len(b)-d.off)
 	}
+	if d.deepAt != 0 { // inside a fun's free variables, which skip walked
+		return nil, d.tooDeep(d.deepAt - 1)
+	}
 	return t, nil
 }
 
 func decodeCompressed(b []byte) (Term, error) {
+	d, err := inflate(b)
+	if err != nil {
+		return nil, err
+	}
+	t, err := d.term(0)
+	if err != nil {
+		return nil, err
+	}
+	if d.off != len(d.b) {
+		return nil, derr(d.off, "%d trailing bytes after the term (in decompressed data)", len(d.b)-d.off)
+	}
+	if d.deepAt != 0 {
+		return nil, d.tooDeep(d.deepAt - 1)
+	}
+	return t, nil
+}
+
+// inflate checks and decompresses the zlib term b (131, 80, ...) into a
+// decoder positioned at the start of the term it holds.
+func inflate(b []byte) (*decoder, error) {
 	if len(b) < 6 {
 		return nil, derr(len(b), "compressed term header truncated")
 	}
@@ -179,26 +202,22 @@ func decodeCompressed(b []byte) (Term, error) {
 	if br.Len() != 0 {
 		return nil, derr(len(b)-br.Len(), "%d trailing bytes after the zlib stream", br.Len())
 	}
-	d := decoder{b: buf.Bytes(), inflated: true}
+	d := &decoder{b: buf.Bytes(), inflated: true}
 	if len(d.b) > 0 && d.b[0] == tagCompressed {
 		return nil, derr(0, "nested compressed term (in decompressed data)")
 	}
-	t, err := d.term(0)
-	if err != nil {
-		return nil, err
-	}
-	if d.off != len(d.b) {
-		return nil, derr(d.off, "%d trailing bytes after the term (in decompressed data)", len(d.b)-d.off)
-	}
-	return t, nil
+	return d, nil
 }
 
 type decoder struct {
 	b        []byte
 	off      int
-	inflated bool      // offsets refer to decompressed data
-	arena    []byte    // backing store for binaries' bytes (see clone)
-	batch    *RawBatch // shared backing stores, or nil
+	inflated bool // offsets refer to decompressed data
+	// deepAt is 1 + the offset of the first term that skip walked past
+	// MaxDepth, or 0: skip walks such terms to their end (see Validate).
+	deepAt int
+	arena  []byte    // backing store for binaries' bytes (see clone)
+	batch  *RawBatch // shared backing stores, or nil
 }
 
 // clone copies n bytes of input from d.off for a binary, moving past them.
@@ -224,6 +243,15 @@ func (d *decoder) clone(n int) []byte {
 	a := len(d.arena)
 	d.arena = append(d.arena, src...)
 	return d.arena[a : a+n : a+n]
+}
+
+// tooDeep is the error for a term nested deeper than MaxDepth at off.
+func (d *decoder) tooDeep(off int) error {
+	e := &DecodeError{Offset: off, Deep: true}
+	if d.inflated {
+		e.Reason = "(in decompressed data)"
+	}
+	return e
 }
 
 func (d *decoder) errf(off int, format string, args ...any) error {
@@ -270,7 +298,7 @@ func (d *decoder) take(n int) []byte {
 // term decodes the term at d.off.
 func (d *decoder) term(depth int) (Term, error) {
 	if depth > MaxDepth {
-		return nil, d.errf(d.off, "terms nested deeper than %d", MaxDepth)
+		return nil, d.tooDeep(d.off)
 	}
 	if err := d.need(1, "tag"); err != nil {
 		return nil, err

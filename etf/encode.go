@@ -262,6 +262,9 @@ func checkOpaque(o *Opaque, depth int) error {
 	if d.off != len(o.Raw) {
 		return eerr("Opaque has %d bytes after its term", len(o.Raw)-d.off)
 	}
+	if d.deepAt != 0 {
+		return depthErr()
+	}
 	return nil
 }
 

@@ -380,6 +380,20 @@ func limitCases() []limitCase {
 	bad[len(bad)-1] ^= 1
 	add("compressed bad checksum", false, ext(tagCompressed, u32(2), bad))
 	add("compressed truncated", false, ext(tagCompressed, u32(2), z[:len(z)-1]))
+
+	// Nesting deeper than MaxDepth, which OTP reads (deep_test.go).
+	const deepWhy = "nested deeper than"
+	leaf := atomExt("x")
+	differ("list nested past MaxDepth", deepWhy, deepList(MaxDepth+1, leaf))
+	differ("tuple nested past MaxDepth", deepWhy, deepTuple(MaxDepth+1, leaf))
+	differ("pairs nested past MaxDepth", deepWhy, deepPairs(MaxDepth+1, leaf))
+	differ("map past MaxDepth", deepWhy, deepList(MaxDepth+1, cat(tagMap, u32(1), leaf, leaf)))
+	differ("fun whose free variable is nested past MaxDepth", deepWhy,
+		newFunExt(0, 0, 1, atomExt("m"), cat(tagSmallInteger, 0), cat(tagSmallInteger, 0), limitPid, deepList(MaxDepth, leaf)[1:]))
+	differ("compressed list nested past MaxDepth", deepWhy,
+		ext(tagCompressed, u32(uint32(len(deepList(MaxDepth+1, leaf))-1)), zlibBytes(deepList(MaxDepth+1, leaf)[1:])))
+	add("list nested past MaxDepth, then a bad tag", false, append(deepList(MaxDepth+1, leaf)[:len(deepList(MaxDepth+1, leaf))-1], 99))
+	add("list split into LIST_EXT tails", true, splitList(3*MaxDepth))
 	return cs
 }
 

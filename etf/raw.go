@@ -45,6 +45,9 @@ func (Raw) DecodeBody(b []byte) (Term, error) {
 	if d.off != len(b) {
 		return nil, derr(d.off, "%d trailing bytes after the term", len(b)-d.off)
 	}
+	if d.deepAt != 0 {
+		return nil, d.tooDeep(d.deepAt - 1)
+	}
 	return t, nil
 }
 
@@ -67,7 +70,10 @@ func (Raw) DecodeOne(b []byte) ([]Term, error) {
 // (1-based) of the tuple that the encoding b holds; the span is a body.
 // ok is false when b is compressed, not a tuple, has fewer than pos
 // elements, or is malformed before the end of that element. Elements up
-// to pos are validated as Decode would; the rest of b is not looked at.
+// to pos are validated as Decode would, except that one nested deeper than
+// MaxDepth is walked as Validate walks it (a store can slice the key out
+// of an object OTP wrote with a deep value); the rest of b is not looked
+// at.
 func (Raw) TupleElement(b []byte, pos int) (start, end int, ok bool) {
 	if len(b) < 3 || b[0] != tagVersion || pos < 1 {
 		return 0, 0, false
@@ -125,7 +131,7 @@ func (Raw) BodyEnd(b []byte, off int) (end int, ok bool) {
 		return 0, false
 	}
 	d := decoder{b: b, off: off}
-	if d.skip(1) != nil {
+	if d.skip(1) != nil || d.deepAt != 0 {
 		return 0, false
 	}
 	return d.off, true

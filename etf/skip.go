@@ -23,33 +23,114 @@ import (
 // accepts, returning the error Decode would return. It builds no terms
 // except for maps (checked for duplicate keys by decoding them), FLOAT_EXT
 // text, the integer fields of exports and funs, and compressed input,
-// which it hands to the decoder.
+// which it inflates.
+//
+// A term nested deeper than MaxDepth, which OTP reads and Decode refuses,
+// is walked to its end all the same: the error then matches ErrTooDeep
+// only when the rest of the term is sound, so that a store can tell such
+// a term from damage and keep its bytes. Two parts of a deep term are not
+// walked: a map or fun lying deeper than MaxDepth, and anything below
+// more than maxOpen tuples and lists that all still have elements to come
+// (their error matches ErrTooDeep at once).
 func Validate(b []byte) error {
 	if _, _, ok := flatShape(b, math.MaxUint32); ok {
 		return nil // the commonest dets object, {Binary, Binary}, and kin
 	}
-	if len(b) == 0 || b[0] != tagVersion || (len(b) >= 2 && b[1] == tagCompressed) {
+	if len(b) == 0 || b[0] != tagVersion {
 		_, err := Decode(b)
 		return err
 	}
-	d := decoder{b: b, off: 1}
+	d := &decoder{b: b, off: 1}
+	if len(b) >= 2 && b[1] == tagCompressed {
+		var err error
+		if d, err = inflate(b); err != nil {
+			return err
+		}
+	}
 	if err := d.skip(0); err != nil {
 		return err
 	}
-	if d.off != len(b) {
-		return derr(d.off, "%d trailing bytes after the term", len(b)-d.off)
+	if d.off != len(d.b) {
+		what := ""
+		if d.inflated {
+			what = " (in decompressed data)"
+		}
+		return derr(d.off, "%d trailing bytes after the term%s", len(d.b)-d.off, what)
+	}
+	if d.deepAt != 0 {
+		return d.tooDeep(d.deepAt - 1)
 	}
 	return nil
 }
 
-// skip validates the term at d.off exactly as term would decode it, and
-// moves past it.
+// maxOpen bounds the tuples and lists that skip keeps open at once (each
+// with elements still to walk): 24 bytes each, so a hostile term cannot
+// make it hold more than 24 MiB, while a list nested a million deep,
+// which OTP reads, is still walked to its end.
+const maxOpen = 1 << 20
+
+// openTerms is a tuple or list that skip has entered and not finished.
+type openTerms struct {
+	left  uint64 // terms of it not yet started
+	depth int    // their nesting, counted as term counts it
+	list  bool   // LIST_EXT: the last of them is the tail
+}
+
+// skip validates the term at d.off, nested depth deep, exactly as term
+// would decode it, and moves past it. Tuples and lists are entered with a
+// stack on the heap rather than by recursion, so nesting deeper than
+// MaxDepth costs no goroutine stack: skip notes the first such term in
+// d.deepAt and carries on. A container leaves the stack as its last term
+// starts, so a chain of last elements ({a, {b, {c, ...}}}, a long list
+// split into LIST_EXTs) takes no stack at all.
 func (d *decoder) skip(depth int) error {
-	if depth > MaxDepth {
-		return d.errf(d.off, "terms nested deeper than %d", MaxDepth)
+	if depth > MaxDepth && d.deepAt == 0 {
+		d.deepAt = d.off + 1
 	}
+	n, list, err := d.skipHead(depth)
+	if err != nil || n == 0 {
+		return err // most terms hold no others: no stack
+	}
+	var spare [8]openTerms
+	open := append(spare[:0], openTerms{left: n, depth: depth + 1, list: list})
+	for {
+		// Start the next term: the first not yet started in the
+		// innermost open container.
+		top := &open[len(open)-1]
+		top.left--
+		depth = top.depth
+		if top.left == 0 {
+			if top.list && d.off < len(d.b) && d.b[d.off] == tagList {
+				depth-- // a tail that is a list continues its list
+			}
+			open = open[:len(open)-1]
+		}
+		if depth > MaxDepth && d.deepAt == 0 {
+			d.deepAt = d.off + 1
+		}
+		n, list, err := d.skipHead(depth)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			if len(open) == maxOpen {
+				return d.tooDeep(d.off)
+			}
+			open = append(open, openTerms{left: n, depth: depth + 1, list: list})
+		}
+		if len(open) == 0 { // every container left as its last term started
+			return nil
+		}
+	}
+}
+
+// skipHead validates the term at d.off at nesting depth. A tuple or list
+// with terms inside is only entered: skipHead moves past its header and
+// returns how many terms follow (a list's tail among them, list set).
+// Anything else it moves past whole, returning 0.
+func (d *decoder) skipHead(depth int) (n uint64, list bool, err error) {
 	if err := d.need(1, "tag"); err != nil {
-		return err
+		return 0, false, err
 	}
 	start := d.off
 	tag := d.u8()
@@ -65,100 +146,78 @@ func (d *decoder) skip(depth int) error {
 	switch tag {
 	case tagSmallInteger, tagInteger:
 		if _, err := d.head(l); err != nil {
-			return err
+			return 0, false, err
 		}
 		d.off += int(l.header)
-		return nil
+		return 0, false, nil
 	case tagSmallBig, tagLargeBig:
 		n, _, err := d.bigHeader(tag)
 		d.off += n
-		return err
+		return 0, false, err
 	case tagNewFloat:
 		if _, err := d.head(l); err != nil {
-			return err
+			return 0, false, err
 		}
 		f := math.Float64frombits(binary.BigEndian.Uint64(d.take(8)))
 		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return d.errf(start, "float is not finite")
+			return 0, false, d.errf(start, "float is not finite")
 		}
-		return nil
+		return 0, false, nil
 	case tagFloat:
 		_, err := d.floatText(start)
-		return err
+		return 0, false, err
 	case tagAtom, tagSmallAtom, tagAtomUTF8, tagSmallAtomUTF8:
 		d.off = start
 		_, _, err := d.atomName()
-		return err
+		return 0, false, err
 	case tagSmallTuple, tagLargeTuple:
 		n, err := d.head(l)
 		if err != nil {
-			return err
+			return 0, false, err
 		}
-		if err := d.needBody(l, n); err != nil {
-			return err
-		}
-		for range n {
-			if err := d.skip(depth + 1); err != nil {
-				return err
-			}
-		}
-		return nil
+		return n, false, d.needBody(l, n)
 	case tagNil:
-		return nil
+		return 0, false, nil
 	case tagString, tagBinary:
 		n, err := d.head(l)
 		if err != nil {
-			return err
+			return 0, false, err
 		}
-		return body(n)
+		return 0, false, body(n)
 	case tagList:
-		d.off = start
-		return d.skipList(depth)
+		n, err := d.head(l)
+		if err != nil {
+			return 0, false, err
+		}
+		return n + 1, true, d.needBody(l, n)
 	case tagBitBinary:
 		n, _, err := d.bitHeader(start, l)
 		d.off += int(n)
-		return err
-	case tagMap:
-		_, err := d.mapTerm(start, depth)
-		return err
-	case tagPid, tagNewPid, tagPort, tagNewPort, tagV4Port, tagReference,
+		return 0, false, err
+	}
+	switch tag {
+	case tagMap, tagPid, tagNewPid, tagPort, tagNewPort, tagV4Port, tagReference,
 		tagNewReference, tagNewerReference, tagExport, tagNewFun, tagFun:
+		// Decoded or walked by recursion, which depth bounds.
+		if depth > MaxDepth {
+			return 0, false, d.tooDeep(start)
+		}
+		if tag == tagMap {
+			_, err := d.mapTerm(start, depth)
+			return 0, false, err
+		}
 		d.off = start
-		return d.skipOpaque(depth)
+		return 0, false, d.skipOpaque(depth)
 	case tagAtomCacheRef:
-		return d.errf(start, "ATOM_CACHE_REF is only valid in distribution messages")
+		return 0, false, d.errf(start, "ATOM_CACHE_REF is only valid in distribution messages")
 	case tagAtomInternalRef2, tagAtomInternalRef3:
-		return d.errf(start, "%s", internalRefReason)
+		return 0, false, d.errf(start, "%s", internalRefReason)
 	case tagCompressed:
-		return d.errf(start, "compressed term not at top level")
+		return 0, false, d.errf(start, "compressed term not at top level")
 	case tagVersion:
-		return d.errf(start, "version byte inside a term")
+		return 0, false, d.errf(start, "version byte inside a term")
 	}
-	return d.errf(start, "unknown tag %d", tag)
-}
-
-// skipList is list without building the elements.
-func (d *decoder) skipList(depth int) error {
-	for {
-		d.off++ // tag, known to be LIST_EXT
-		l := &layouts[tagList]
-		n, err := d.head(l)
-		if err != nil {
-			return err
-		}
-		if err := d.needBody(l, n); err != nil {
-			return err
-		}
-		for range n {
-			if err := d.skip(depth + 1); err != nil {
-				return err
-			}
-		}
-		if d.off < len(d.b) && d.b[d.off] == tagList {
-			continue
-		}
-		return d.skip(depth + 1)
-	}
+	return 0, false, d.errf(start, "unknown tag %d", tag)
 }
 
 // hashBody mixes the term at the start of b into h and returns the bytes
