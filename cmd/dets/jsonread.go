@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/godets/godets/etf"
 )
@@ -75,7 +77,66 @@ func decodeJSONLine(line []byte) (etf.Term, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("more than one JSON value on the line")
 	}
+	if err := checkJSONText(line); err != nil {
+		return nil, err
+	}
 	return termFromJSON(v)
+}
+
+// checkJSONText refuses the strings that encoding/json reads as U+FFFD
+// without a word: bytes that are not UTF-8, and a \u escape of a UTF-16
+// surrogate that is not a high one (D800-DBFF) followed at once by a low
+// one (DC00-DFFF). Such a string names no text, so loading it as U+FFFD
+// would store an object that the input did not name. line is one valid
+// JSON value; columns count bytes from 1.
+func checkJSONText(line []byte) error {
+	if !utf8.Valid(line) {
+		i := 0
+		for i < len(line) {
+			r, n := utf8.DecodeRune(line[i:])
+			if r == utf8.RuneError && n == 1 {
+				break
+			}
+			i += n
+		}
+		return fmt.Errorf("column %d: byte 0x%02x is not UTF-8, which JSON text must be", i+1, line[i])
+	}
+	if !bytes.Contains(line, []byte(`\u`)) {
+		return nil
+	}
+	inString := false
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; {
+		case c == '"':
+			inString = !inString
+		case c == '\\' && inString:
+			if i+1 < len(line) && line[i+1] == 'u' {
+				r, ok := hex4(line, i+2)
+				if ok && utf16.IsSurrogate(r) {
+					low, lok := rune(0), false
+					if r < 0xdc00 && i+7 < len(line) && line[i+6] == '\\' && line[i+7] == 'u' {
+						low, lok = hex4(line, i+8)
+					}
+					if !lok || low < 0xdc00 || low > 0xdfff {
+						return fmt.Errorf("column %d: %s is a UTF-16 surrogate without its pair, which is no character", i+1, line[i:i+6])
+					}
+					i += 6 // past the high half: the low one is skipped below
+				}
+				i += 4 // the hex digits
+			}
+			i++ // the escaped byte ('u' for a \u escape)
+		}
+	}
+	return nil
+}
+
+// hex4 reads the four hex digits of a \u escape at b[i:].
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[i:i+4]), 16, 16)
+	return rune(n), err == nil
 }
 
 // termFromJSON inverts appendJSON.
