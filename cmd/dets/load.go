@@ -39,7 +39,9 @@ or --keypos is given, in which case they must match the file.
 The whole input is parsed and checked before the table is touched, so a
 syntax error (reported with its line number) or a bad object loads nothing.
 Only a failure while writing (a full disk, the otp9 2 GB limit) can leave
-the objects inserted before it in the table.`,
+part of the input in the table. Objects go in by batches: the error says
+how many were written before the batch that failed, and some objects of
+that batch may be in the table too.`,
 	example: `  dets load --kind bag tags.dets tags.terms
   dets dump old.dets | dets load --keypos 2 new.dets
   dets dump --format json old.dets | dets load --kind bag new.dets
@@ -174,7 +176,11 @@ func (c *cmdCtx) load(path, input, syntax string, o dets.Options, kindSet, keypo
 				terms[j] = ob.term
 			}
 			if err := t.Insert(terms...); err != nil {
-				return fmt.Errorf("after %d of %d objects: %w", i, len(objs), err)
+				// The batches before this one were acknowledged. Insert
+				// writes a batch bucket by bucket and does not say which
+				// of its objects reached the file before the failure.
+				return fmt.Errorf("%d of %d objects were written; writing the next %d failed, and some of them may be in the table: %w",
+					i, len(objs), len(chunk), err)
 			}
 			bar.Set(int64(i + len(chunk)))
 		}

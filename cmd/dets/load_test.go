@@ -2,10 +2,14 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
 )
 
@@ -68,4 +72,91 @@ func TestLoadJSONSurrogates(t *testing.T) {
 	if b := got[0].(etf.Tuple)[0].(etf.Binary); string(b) != "\xf0\x9f\x98\x80" {
 		t.Fatalf("U+1F600 stored as % x", []byte(b))
 	}
+}
+
+// TestLoadWriteFailureCount: load inserts by batches of 1000, and a batch
+// whose write fails may be partly in the file. A file size limit (a
+// shell's ulimit -f, which Go meets as EFBIG, as it meets ENOSPC on a full
+// disk) stops loads of 5000 objects in the first batch and in later ones.
+// The error must say how many objects were written before the failed
+// batch and that the batch may be partly in the table, and a repair of
+// the file must agree: every object written is there, none after the
+// failed batch is.
+func TestLoadWriteFailureCount(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	dir := t.TempDir()
+	input := writeLoadInput(t, dir, 5000)
+	for _, blocks := range []string{"200", "400", "800"} {
+		path := filepath.Join(dir, "t"+blocks+".dets")
+		cmd := exec.Command("sh", "-c", `ulimit -f "$1" && shift && exec "$0" "$@"`, detsBin, blocks, "load", path, input)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		r := result{stdout: out.String(), stderr: errb.String()}
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		checkFailedLoad(t, "ulimit -f "+blocks, r, path, 5000)
+	}
+}
+
+// writeLoadInput writes n objects {I, <<100 bytes>>}, I from 0, for load.
+func writeLoadInput(t *testing.T, dir string, n int) string {
+	t.Helper()
+	var in strings.Builder
+	for i := range n {
+		in.WriteString("{" + itoa(i) + ", <<\"" + strings.Repeat("x", 100) + "\">>}.\n")
+	}
+	input := filepath.Join(dir, "in.terms")
+	if err := os.WriteFile(input, []byte(in.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return input
+}
+
+var failedLoadRE = regexp.MustCompile(`: (\d+) of (\d+) objects were written; writing the next (\d+) failed, and some of them may be in the table: `)
+
+// checkFailedLoad checks the error of a load of the n objects of
+// writeLoadInput into path that failed while writing, against what a
+// repair of path then finds. Its numbers must be true: the objects before
+// the failed batch are all there, those after it are not.
+func checkFailedLoad(t *testing.T, what string, r result, path string, n int) {
+	t.Helper()
+	r.want(t, exitError, "load with", what)
+	m := failedLoadRE.FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("%s: stderr %q does not say how many objects were written and that the failed batch may be partly in", what, r.stderr)
+	}
+	written, _ := strconv.Atoi(m[1])
+	total, _ := strconv.Atoi(m[2])
+	next, _ := strconv.Atoi(m[3])
+	if total != n || written%1000 != 0 || written >= n || next != min(1000, n-written) {
+		t.Fatalf("%s: %d of %d objects written, the next %d failed: want %d in all and whole batches of 1000", what, written, total, next, n)
+	}
+
+	tab, err := dets.Open(path, dets.Options{Repair: dets.AutoRepair})
+	if err != nil {
+		t.Fatalf("%s: repairing the file: %v", what, err)
+	}
+	if err := tab.Close(); err != nil {
+		t.Fatal(err)
+	}
+	have := map[int]bool{}
+	for _, o := range readAll(t, path) {
+		k, ok := o.(etf.Tuple)[0].(etf.Int)
+		if !ok || k < 0 || int(k) >= written+next {
+			t.Fatalf("%s: the repaired table holds %s, beyond the failed batch %d..%d", what, etf.Format(o), written, written+next-1)
+		}
+		have[int(k)] = true
+	}
+	for i := range written {
+		if !have[i] {
+			t.Fatalf("%s: object %d is not in the repaired table, though the error says %d objects were written", what, i, written)
+		}
+	}
+	t.Logf("%s: %d objects written before the failed batch, %d of its %d in the repaired table", what, written, len(have)-written, next)
 }
