@@ -51,7 +51,10 @@
 // Immediate tries once and gives ErrBusy. WaitUpTo(d) waits until one
 // monotonic deadline and gives ErrTimedOut; WaitUpTo(0) is Immediate and a
 // negative duration gives ErrInvalidWait. There is no infinite wait. Once
-// the lock is held the deadline no longer applies.
+// the lock is held the deadline no longer applies, but it must be held in
+// time: a lock that comes after the deadline, however slightly (a stalled
+// system call), is released without opening the table, and the session
+// gives ErrTimedOut.
 //
 // A waiting session blocks in the kernel, which wakes it when the lock is
 // released, so sessions of many processes contending for one file take

@@ -24,7 +24,8 @@ var (
 	ErrInvalidOptions = errors.New("exclusive: invalid options")
 	// ErrBusy: another owner held the lock and the wait was Immediate.
 	ErrBusy = errors.New("exclusive: table is busy: another owner holds its lock")
-	// ErrTimedOut: the lock stayed held until the wait ended.
+	// ErrTimedOut: the lock stayed held until the wait ended, or came
+	// only after the end and was released unused.
 	ErrTimedOut = errors.New("exclusive: timed out waiting for the table's lock")
 	// ErrUnsupportedFilesystem: the file is on a network, cluster, FUSE,
 	// overlay or unknown filesystem, where the lock cannot be trusted.

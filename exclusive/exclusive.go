@@ -23,9 +23,9 @@ var Immediate = Wait{}
 //
 // The wait bounds contention only: a stalled system call can delay the
 // result, and once the lock is held the deadline no longer applies (open,
-// repair and the callback run to completion). A lock obtained well after
-// the deadline (more than one poll interval) is released again and the
-// session reports ErrTimedOut without opening the table.
+// repair and the callback run to completion). A lock obtained after the
+// deadline, even by a moment, does not count as held: it is released
+// unused and the session reports ErrTimedOut without opening the table.
 func WaitUpTo(d time.Duration) Wait { return Wait{d: d} }
 
 // Duration is the wait's bound (0 for Immediate).

@@ -22,8 +22,9 @@ var (
 	// ErrBusy: another owner (process, or descriptor in this process) holds
 	// the lock and the caller asked for a single attempt.
 	ErrBusy = errors.New("lockfile: lock is held by another owner")
-	// ErrTimedOut: the lock stayed held until the wait deadline passed, or it
-	// was obtained too late and released again.
+	// ErrTimedOut: the wait's deadline passed before the lock was
+	// obtained. A lock obtained after the deadline, even a moment after,
+	// counts as not obtained: it is released before this is returned.
 	ErrTimedOut = errors.New("lockfile: wait for the lock timed out")
 	// ErrUnsupportedFilesystem: the data directory, data file or sidecar is
 	// on a filesystem that is not known to be local (on Windows: a network

@@ -48,9 +48,13 @@
 //     own; blocked.go), so that it is woken at the release instead of
 //     finding the lock taken again at its next poll. Where it cannot (one
 //     kernel waiter per file and a bounded number per process) it polls at
-//     most every 20 ms. A lock the kernel grants after the caller gave up is
-//     released at once; an acquisition completing later than the deadline
-//     plus one poll interval is released and reported as ErrTimedOut.
+//     most every 20 ms, and stops when a pause reaches the deadline.
+//   - A waiting acquisition never keeps a lock it obtains after its
+//     deadline, however short the delay: the caller's wait is over, so
+//     nothing may start under that lock. An attempt that stalled past the
+//     deadline, or a kernel grant that came just as the wait ran out, is
+//     unlocked and reported as ErrTimedOut; a grant to a waiter the caller
+//     has already abandoned is released at once.
 //   - A single attempt (Wait zero) takes the lock if it is free at that
 //     instant and never queues: it does not defer to waiters, so under
 //     sustained contention it mostly fails. Taking turns needs a wait.
@@ -259,9 +263,9 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 		}
 		switch {
 		case err == nil:
-			if opts.Wait > 0 && time.Since(deadline) > PollInterval {
-				// Late: the attempt stalled past the deadline. Give the
-				// lock back rather than start work the caller gave up on.
+			if opts.Wait > 0 && time.Since(deadline) > 0 {
+				// Late, by however little: the caller's wait is over.
+				// Give the lock back rather than start work under it.
 				if uerr := l.Unlock(); uerr != nil {
 					return nil, JoinLine(ErrTimedOut, uerr)
 				}
@@ -337,6 +341,11 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 				sleep = h.Sleep
 			}
 			sleep(min(PollInterval, remaining))
+			if remaining <= PollInterval {
+				// The pause ran to the deadline: a lock taken now would
+				// be late, so only taken to be given back.
+				return nil, ErrTimedOut
+			}
 		default:
 			return nil, err
 		}

@@ -42,7 +42,8 @@ import (
 // while the lock is held elsewhere: each attempt opens the semaphore,
 // waits for it with a zero timeout and closes it again, at most every
 // PollInterval until the deadline. The price is fairness: a waiter only
-// gets the lock if it is free when it looks.
+// gets the lock if it is free when it looks. As on Unix, a count obtained
+// after the deadline, however slightly, is given back: ErrTimedOut.
 //
 // Under the lock the data path is resolved again. If it now names another
 // file (a symlink re-pointed, a directory replaced), whose lock is another
@@ -110,9 +111,9 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 		err = &AliasError{Kind: IdentityChanged, Path: t.Data}
 	case opts.ExistingOnly && !nt.dataExists:
 		err = &MissingError{Path: nt.Data}
-	case opts.Wait > 0 && time.Since(deadline) > PollInterval:
-		// Late: the attempt stalled past the deadline. Give the lock
-		// back rather than start work the caller gave up on.
+	case opts.Wait > 0 && time.Since(deadline) > 0:
+		// Late, by however little: the caller's wait is over. Give the
+		// lock back rather than start work under it.
 		err = ErrTimedOut
 	}
 	if err != nil {
@@ -168,6 +169,11 @@ func (t *Target) take(h *Hooks, wait bool, deadline time.Time) (*Lock, error) {
 			return nil, ErrTimedOut
 		}
 		sleep(min(PollInterval, remaining))
+		if remaining <= PollInterval {
+			// The pause ran to the deadline: a count taken now would be
+			// late, so only taken to be given back.
+			return nil, ErrTimedOut
+		}
 	}
 }
 

@@ -156,3 +156,27 @@ func TestWindowsResolutionTakesTheStoredName(t *testing.T) {
 		t.Fatal("no DataID for an existing file")
 	}
 }
+
+// A count taken after the deadline, however slightly, is given back. The
+// deadline is taken before BeforeFlock runs, so a wait on the semaphore
+// that starts once the wait is over ends after it.
+func TestWindowsLateAcquisitionReleased(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.dets")
+	const wait = 30 * time.Millisecond
+	late := &Hooks{BeforeFlock: func(string) { time.Sleep(wait + time.Millisecond) }}
+	l, err := Acquire(path, Options{Wait: wait, Hooks: late})
+	if err == nil {
+		l.Unlock()
+		t.Fatal("a count taken after the deadline was kept")
+	}
+	if !errors.Is(err, ErrTimedOut) {
+		t.Fatalf("want ErrTimedOut, got %v", err)
+	}
+	l, err = Acquire(path, Options{})
+	if err != nil {
+		t.Fatalf("the late count was not given back: %v", err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+}
