@@ -299,13 +299,13 @@ func TestDocCodeTable(t *testing.T) {
 }
 
 // Error messages stay on one line: a cleanup with two failures, one of
-// them itself two joined errors, and the late acquisition whose release
-// failed (lockfile joined them with errors.Join, one per line).
+// them itself two joined errors, and lockfile's report of a late lock
+// whose release failed in both of its steps.
 func TestMessagesAreOneLine(t *testing.T) {
 	a, b, c := errors.New("unlock failed"), errors.New("close failed"), errors.New("closing table failed")
 	for _, err := range []error{
 		&CleanupError{Primary: &AcquisitionError{Reason: ErrTimedOut}, Failures: []error{lockfile.JoinLine(a, b), c}},
-		lockfile.JoinLine(lockfile.ErrTimedOut, a),
+		&lockfile.LateReleaseError{Path: "/d/t.dets", Err: lockfile.JoinLine(a, b)},
 	} {
 		if msg := err.Error(); strings.Contains(msg, "\n") {
 			t.Errorf("two lines: %q", msg)

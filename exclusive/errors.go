@@ -174,7 +174,9 @@ func (e *SessionError) Unwrap() []error {
 
 // CleanupError: closing a read-write table or releasing the lock failed.
 // The file is quarantined in this process. Primary is the error the session
-// would have returned otherwise (nil after a successful callback).
+// would have returned otherwise (nil after a successful callback; the
+// *AcquisitionError of ErrTimedOut when the lock came after the deadline
+// and releasing it unused failed).
 type CleanupError struct {
 	Primary  error
 	Failures []error

@@ -26,6 +26,9 @@ var Immediate = Wait{}
 // repair and the callback run to completion). A lock obtained after the
 // deadline, even by a moment, does not count as held: it is released
 // unused and the session reports ErrTimedOut without opening the table.
+// If that release fails the session reports a *CleanupError instead
+// (its Primary the timeout) and the file is quarantined, as after any
+// failed release.
 func WaitUpTo(d time.Duration) Wait { return Wait{d: d} }
 
 // Duration is the wait's bound (0 for Immediate).
@@ -81,7 +84,9 @@ var openElsewhere = func(l *lockfile.Lock) bool {
 // before the table is opened; *SessionError (OpenFailure, CallbackFailure,
 // CloseFailure) after the table was closed and the lock released;
 // *CleanupError when closing a read-write table or releasing the lock
-// failed, which quarantines the file in this process.
+// failed, which quarantines the file in this process (also when the
+// lock came after the wait's deadline and the table was never opened:
+// its Primary is then the *AcquisitionError of ErrTimedOut).
 //
 // A panic or runtime.Goexit in fn closes the table and releases the lock,
 // then continues with the original panic value.

@@ -4,9 +4,14 @@ package exclusive
 
 import (
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/godets/godets/dets"
 	"github.com/godets/godets/internal/lockfile"
 	"golang.org/x/sys/unix"
 )
@@ -43,5 +48,97 @@ func TestLateAcquisitionNeverOpens(t *testing.T) {
 				t.Fatal("late lock kept")
 			}
 		})
+	}
+}
+
+// failLateUnlock returns lock hooks under which the only attempt takes the
+// lock well after a wait of wait (later than the PollInterval of slack
+// once allowed, too), and releasing it fails with EIO. The failed LOCK_UN
+// still closes the descriptor. If holding is set, it runs while the
+// attempt holds the lock, before the acquisition learns it is late.
+func failLateUnlock(wait time.Duration, holding func()) *lockfile.Hooks {
+	first := true
+	return &lockfile.Hooks{Flock: func(fd, how int) error {
+		if how == unix.LOCK_UN {
+			return unix.EIO
+		}
+		err := unix.Flock(fd, how)
+		if err == nil && first {
+			first = false
+			if holding != nil {
+				holding()
+			}
+			time.Sleep(wait + 2*lockfile.PollInterval)
+		}
+		return err
+	}}
+}
+
+// A late lock whose release fails is a failed release, not a timeout
+// alone: the session reports a *CleanupError after the timeout, never
+// opens the table, logs, and quarantines the file for later sessions.
+func TestLateReleaseFailureQuarantines(t *testing.T) {
+	logs := captureLog(t)
+	path := filepath.Join(t.TempDir(), "t.dets")
+	const wait = 30 * time.Millisecond
+	ran := false
+	opts := Options{Wait: WaitUpTo(wait), hooks: &testHooks{lock: failLateUnlock(wait, nil)}}
+	err := With(path, opts, func(*dets.Table) error { ran = true; return nil })
+	var ce *CleanupError
+	var ae *AcquisitionError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrCleanupFailed) || !errors.Is(err, unix.EIO) {
+		t.Fatalf("want a cleanup failure wrapping EIO, got %v", err)
+	}
+	if !errors.As(ce.Primary, &ae) || ae.Reason != ErrTimedOut || !errors.Is(err, ErrTimedOut) || len(ce.Failures) != 1 {
+		t.Fatalf("want the timeout as primary and one failure, got %v", err)
+	}
+	if Code(err) != "cleanup_failed" || CauseCode(err) != "timed_out" {
+		t.Fatalf("codes %s / %s", Code(err), CauseCode(err))
+	}
+	if ran {
+		t.Fatal("the callback ran")
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the table was opened (and created): %v", err)
+	}
+	if out := logs.String(); !strings.Contains(out, "event="+EventCleanupFailed) {
+		t.Fatalf("not logged: %s", out)
+	}
+	err = With(path, Options{Wait: WaitUpTo(time.Second)}, func(*dets.Table) error { ran = true; return nil })
+	if !errors.As(err, &ae) || ae.Reason != ErrQuarantined || !errors.Is(err, ErrQuarantined) || ran {
+		t.Fatalf("next session: ran %v, err %v, want ErrQuarantined", ran, err)
+	}
+	// Refused by the quarantine alone: the descriptor was closed.
+	if !lockIsFree(t, path) {
+		t.Fatal("the late lock is still held")
+	}
+}
+
+// A session of this process that waits for the lock while a late lock's
+// release fails must not run: the quarantine is in place before it can
+// pass its check under the lock (see TestWaiterRefusedAfterFailedRelease).
+func TestWaiterRefusedAfterLateReleaseFails(t *testing.T) {
+	captureLog(t)
+	b := newFixture(t)
+	const wait = 30 * time.Millisecond
+	bRan := false
+	bDone := make(chan error, 1)
+	holding := func() {
+		go func() {
+			bDone <- b.run(WaitUpTo(5*time.Second), func(*fakeTable) error { bRan = true; return nil })
+		}()
+		time.Sleep(100 * time.Millisecond) // let b start waiting
+	}
+	a := newFixture(t)
+	a.path = b.path
+	a.hooks.lock = failLateUnlock(wait, holding)
+	if err := a.run(WaitUpTo(wait), func(*fakeTable) error { return nil }); !errors.Is(err, ErrCleanupFailed) || !errors.Is(err, ErrTimedOut) {
+		t.Fatalf("a: %v, want a cleanup failure after a timeout", err)
+	}
+	if bErr := <-bDone; bRan || !errors.Is(bErr, ErrQuarantined) {
+		t.Fatalf("b: ran %v, err %v, want ErrQuarantined without running", bRan, bErr)
+	}
+	if a.opens.Load() != 0 || b.opens.Load() != 0 {
+		t.Fatalf("opens: a %d, b %d", a.opens.Load(), b.opens.Load())
 	}
 }

@@ -145,10 +145,21 @@ func run[T any, R closer](path string, wait Wait, hooks *testHooks, mode runMode
 	// Resolution and the quarantine check by path (Refuse) happen inside
 	// Acquire, before any lock attempt, and again if the path turns out to
 	// resolve elsewhere under the lock. The wait covers resolution too.
-	lock, err := lockfile.Acquire(path, lockfile.Options{Wait: wait.d, Hooks: hooks.lock, Refuse: refuseQuarantined, OpenData: mode.openData, ExistingOnly: mode.existingOnly})
+	lock, err := lockfile.Acquire(path, lockfile.Options{Wait: wait.d, Hooks: hooks.lock, Refuse: refuseQuarantined,
+		ReleaseLate: releaseLate, OpenData: mode.openData, ExistingOnly: mode.existingOnly})
 	if err != nil {
 		if errors.Is(err, errRefused) {
 			return zero, &AcquisitionError{Reason: ErrQuarantined}
+		}
+		var late *lockfile.LateReleaseError
+		if errors.As(err, &late) {
+			// The lock came after the deadline and could not be given
+			// back: a failed release like any other (releaseLate
+			// quarantined the file), after a timed-out acquisition.
+			primary := acquisitionError(lockfile.ErrTimedOut)
+			errs := []error{fmt.Errorf("exclusive: releasing lock: %w", late.Err)}
+			logCleanupFailure(late.Path, primary, errs, "return")
+			return zero, &CleanupError{Primary: primary, Failures: errs}
 		}
 		if errors.Is(err, lockfile.ErrNoDataFile) {
 			// What the open would have said, without a lock left behind.
@@ -265,6 +276,21 @@ func (s *session[R]) release() []error {
 	return nil
 }
 
+// releaseLate is lockfile.Options.ReleaseLate, for a lock obtained after
+// the wait's deadline: it releases the lock as release does, with the
+// registry held and a failure quarantined before the registry is let go,
+// so that a session of this process waiting for the lock cannot run in
+// between.
+func releaseLate(l *lockfile.Lock) error {
+	registry.Lock()
+	defer registry.Unlock()
+	err := l.Unlock()
+	if err != nil {
+		quarantineLocked(l.DataPath(), l.ID(), nil)
+	}
+	return err
+}
+
 func (s *session[R]) unlock() error {
 	if s.hooks.unlock != nil {
 		return s.hooks.unlock(s.lock)
@@ -278,9 +304,14 @@ func (s *session[R]) cleanupFailed(primary error, errs []error, cause string) er
 }
 
 func (s *session[R]) logFailure(primary error, errs []error, cause string) {
+	logCleanupFailure(s.lock.DataPath(), primary, errs, cause)
+}
+
+// logCleanupFailure logs a cleanup failure that quarantined data.
+func logCleanupFailure(data string, primary error, errs []error, cause string) {
 	attrs := []any{
 		"event", EventCleanupFailed,
-		"path", s.lock.DataPath(),
+		"path", data,
 		"cause", cause,
 		"failures", lockfile.JoinLine(errs...).Error(),
 	}

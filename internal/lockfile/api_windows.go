@@ -30,6 +30,13 @@ type Options struct {
 	// it may be creating or replacing the file. The semaphore leaves
 	// nothing behind either way.
 	ExistingOnly bool
+	// ReleaseLate, if set, releases a lock obtained after the deadline
+	// in place of Unlock, and must release it as Unlock does; an error
+	// comes back inside a *LateReleaseError. Package exclusive releases
+	// under its registry with it, so that the quarantine of a failed
+	// release is in place before another session of the process can
+	// take the lock that release dropped.
+	ReleaseLate func(*Lock) error
 	// Hooks replaces system calls in tests; nil in production.
 	Hooks *Hooks
 }

@@ -24,7 +24,8 @@ var (
 	ErrBusy = errors.New("lockfile: lock is held by another owner")
 	// ErrTimedOut: the wait's deadline passed before the lock was
 	// obtained. A lock obtained after the deadline, even a moment after,
-	// counts as not obtained: it is released before this is returned.
+	// counts as not obtained: it is released before this is returned, or
+	// a *LateReleaseError (which matches ErrTimedOut) says it could not be.
 	ErrTimedOut = errors.New("lockfile: wait for the lock timed out")
 	// ErrUnsupportedFilesystem: the data directory, data file or sidecar is
 	// on a filesystem that is not known to be local (on Windows: a network
@@ -126,6 +127,38 @@ func (e *FilesystemError) Error() string {
 
 // Is makes every FilesystemError match ErrUnsupportedFilesystem.
 func (e *FilesystemError) Is(target error) bool { return target == ErrUnsupportedFilesystem }
+
+// LateReleaseError reports a waiting acquisition that obtained the lock
+// after its deadline and then failed to release it. The acquisition
+// failed (it matches ErrTimedOut), but this process may still hold the
+// lock, which a plain ErrTimedOut would hide; Err is the release's error.
+type LateReleaseError struct {
+	Path string // the resolved data path whose lock came late
+	Err  error
+}
+
+func (e *LateReleaseError) Error() string {
+	return "lockfile: wait for the lock timed out, and releasing the lock obtained after it failed: " + e.Path + ": " + e.Err.Error()
+}
+
+// Is makes every LateReleaseError match ErrTimedOut.
+func (e *LateReleaseError) Is(target error) bool { return target == ErrTimedOut }
+
+// Unwrap gives the release's error.
+func (e *LateReleaseError) Unwrap() error { return e.Err }
+
+// releaseLate releases l, which a waiting acquisition obtained after its
+// deadline, with release (Options.ReleaseLate) or else Unlock, and gives
+// the acquisition's result.
+func releaseLate(l *Lock, release func(*Lock) error) error {
+	if release == nil {
+		release = (*Lock).Unlock
+	}
+	if err := release(l); err != nil {
+		return &LateReleaseError{Path: l.DataPath(), Err: err}
+	}
+	return ErrTimedOut
+}
 
 // JoinLine is errors.Join on one line: the messages are separated by "; "
 // instead of newlines, so a log line or a CLI message stays one line.

@@ -102,3 +102,75 @@ func TestNoAttemptAfterFinalPause(t *testing.T) {
 	}
 	t.Logf("attempts and pauses: %v", events)
 }
+
+// A late lock whose release fails is not a plain timeout: the error says
+// the release failed (the lock may still be held), wraps its cause and
+// still matches ErrTimedOut. Options.ReleaseLate, if set, does the
+// release, and only for a late lock.
+func TestLateReleaseFailure(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "t.dets")
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolved := filepath.Join(realDir, "t.dets")
+	const wait = 30 * time.Millisecond
+	check := func(t *testing.T, err, cause error) {
+		t.Helper()
+		var le *LateReleaseError
+		if !errors.As(err, &le) || !errors.Is(err, ErrTimedOut) || !errors.Is(err, cause) {
+			t.Fatalf("want a *LateReleaseError matching ErrTimedOut and %v, got %v", cause, err)
+		}
+		if le.Path != resolved {
+			t.Fatalf("Path %s, want %s", le.Path, resolved)
+		}
+		for _, s := range []error{ErrBusy, ErrUnsafeAlias, ErrUnsupportedFilesystem, ErrReleased} {
+			if errors.Is(err, s) {
+				t.Fatalf("%v also matches %v", err, s)
+			}
+		}
+	}
+
+	t.Run("LOCK_UN fails", func(t *testing.T) {
+		h, _ := startLate(wait)
+		h.Flock = func(fd, how int) error {
+			if how == unix.LOCK_UN {
+				return unix.EIO
+			}
+			return unix.Flock(fd, how)
+		}
+		_, err := Acquire(data, Options{Wait: wait, Hooks: h})
+		check(t, err, unix.EIO)
+		// Unlock closed the descriptor after the failed LOCK_UN.
+		if !lockFreeElsewhere(t, data+SidecarSuffix) {
+			t.Fatal("the late lock is still held")
+		}
+	})
+
+	t.Run("ReleaseLate", func(t *testing.T) {
+		injected := errors.New("injected release failure")
+		calls := 0
+		release := func(l *Lock) error {
+			calls++
+			if l.DataPath() != resolved {
+				t.Errorf("ReleaseLate got the lock of %s", l.DataPath())
+			}
+			if err := l.Unlock(); err != nil {
+				return err
+			}
+			return injected
+		}
+		h, _ := startLate(wait)
+		_, err := Acquire(data, Options{Wait: wait, Hooks: h, ReleaseLate: release})
+		check(t, err, injected)
+		if calls != 1 {
+			t.Fatalf("ReleaseLate called %d times", calls)
+		}
+		// Nothing to release for a lock in time.
+		mustUnlock(t, mustAcquire(t, data, Options{Wait: wait, ReleaseLate: release}))
+		if calls != 1 {
+			t.Fatal("ReleaseLate called for a lock obtained in time")
+		}
+	})
+}

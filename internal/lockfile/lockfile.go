@@ -108,6 +108,13 @@ type Options struct {
 	// sidecar exists, the lock is taken and the data path checked again
 	// under it, since a session holding it may be replacing the file.
 	ExistingOnly bool
+	// ReleaseLate, if set, releases a lock obtained after the deadline
+	// in place of Unlock, and must release it as Unlock does; an error
+	// comes back inside a *LateReleaseError. Package exclusive releases
+	// under its registry with it, so that the quarantine of a failed
+	// release is in place before another session of the process can
+	// take the lock that release dropped.
+	ReleaseLate func(*Lock) error
 	// Hooks replaces system calls in tests; nil in production.
 	Hooks *Hooks
 }
@@ -266,10 +273,7 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 			if opts.Wait > 0 && time.Since(deadline) > 0 {
 				// Late, by however little: the caller's wait is over.
 				// Give the lock back rather than start work under it.
-				if uerr := l.Unlock(); uerr != nil {
-					return nil, JoinLine(ErrTimedOut, uerr)
-				}
-				return nil, ErrTimedOut
+				return nil, releaseLate(l, opts.ReleaseLate)
 			}
 			if waited {
 				l.waitedAt = monoNow()

@@ -113,8 +113,10 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 		err = &MissingError{Path: nt.Data}
 	case opts.Wait > 0 && time.Since(deadline) > 0:
 		// Late, by however little: the caller's wait is over. Give the
-		// lock back rather than start work under it.
-		err = ErrTimedOut
+		// lock back rather than start work under it, naming the file
+		// as a timely acquisition would.
+		l.target = nt
+		return nil, releaseLate(l, opts.ReleaseLate)
 	}
 	if err != nil {
 		if uerr := l.Unlock(); uerr != nil {

@@ -180,3 +180,31 @@ func TestWindowsLateAcquisitionReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A late count whose release fails gives a *LateReleaseError, which
+// matches ErrTimedOut and the failure. Nothing fails ReleaseSemaphore on
+// demand, so Options.ReleaseLate injects the failure after a real release.
+func TestWindowsLateReleaseFailure(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.dets")
+	const wait = 30 * time.Millisecond
+	late := &Hooks{BeforeFlock: func(string) { time.Sleep(wait + time.Millisecond) }}
+	injected := errors.New("injected release failure")
+	release := func(l *Lock) error {
+		if err := l.Unlock(); err != nil {
+			return err
+		}
+		return injected
+	}
+	_, err := Acquire(path, Options{Wait: wait, Hooks: late, ReleaseLate: release})
+	var le *LateReleaseError
+	if !errors.As(err, &le) || !errors.Is(err, ErrTimedOut) || !errors.Is(err, injected) {
+		t.Fatalf("want a *LateReleaseError matching ErrTimedOut, got %v", err)
+	}
+	l, err := Acquire(path, Options{})
+	if err != nil {
+		t.Fatalf("the late count was not given back: %v", err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+}
