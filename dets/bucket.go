@@ -2,6 +2,7 @@ package dets
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -158,6 +159,24 @@ func keyOf(obj etf.Term, keyPos int) (etf.Term, bool) {
 type bucketError struct {
 	off    int
 	reason string
+	cause  error // the etf error of an object that did not decode, or nil
+}
+
+// undecodable is the bucketError of an object at off whose decoding or
+// validation failed with err.
+func undecodable(off int, err error) *bucketError {
+	return &bucketError{off, "undecodable object: " + err.Error(), err}
+}
+
+// validateStored checks a stored object's encoding as etf.Validate does,
+// but takes a sound term nested deeper than etf.MaxDepth (which OTP
+// writes) for a sound object: it is kept and copied as bytes, and only
+// its decoding fails (DeepTermError).
+func validateStored(enc []byte) error {
+	if err := etf.Validate(enc); err != nil && !errors.Is(err, etf.ErrTooDeep) {
+		return err
+	}
+	return nil
 }
 
 // parseObjects calls fn for each <<ObjSz, ETF>> record of b, which must be
@@ -166,11 +185,11 @@ func parseObjects(b []byte, base int, fn func(enc []byte, off int) *bucketError)
 	off := 0
 	for off < len(b) {
 		if len(b)-off < 4 {
-			return &bucketError{base + off, "truncated object size"}
+			return &bucketError{off: base + off, reason: "truncated object size"}
 		}
 		sz := int(be.Uint32(b[off:]))
 		if sz < 5 || sz > len(b)-off {
-			return &bucketError{base + off, fmt.Sprintf("object size %d out of range", sz)}
+			return &bucketError{off: base + off, reason: fmt.Sprintf("object size %d out of range", sz)}
 		}
 		if e := fn(b[off+4:off+sz], base+off); e != nil {
 			return e
@@ -193,11 +212,11 @@ func decodeObject(enc []byte, keyPos int, off int) (etf.Term, etf.Term, *bucketE
 // objectKey checks the decoding t, err of an object and returns its key.
 func objectKey(t etf.Term, err error, keyPos int, off int) (etf.Term, *bucketError) {
 	if err != nil {
-		return nil, &bucketError{off, "undecodable object: " + err.Error()}
+		return nil, undecodable(off, err)
 	}
 	k, ok := keyOf(t, keyPos)
 	if !ok {
-		return nil, &bucketError{off, fmt.Sprintf("object is not a tuple with at least %d elements", keyPos)}
+		return nil, &bucketError{off: off, reason: fmt.Sprintf("object is not a tuple with at least %d elements", keyPos)}
 	}
 	return k, nil
 }
@@ -207,8 +226,8 @@ func objectKey(t etf.Term, err error, keyPos int, off int) (etf.Term, *bucketErr
 // with its key's encoding. Objects whose key cannot be sliced out of the
 // encoding (compressed ones) are decoded instead.
 func rawObject(enc []byte, keyPos int, off int) (object, *bucketError) {
-	if err := etf.Validate(enc); err != nil {
-		return object{}, &bucketError{off, "undecodable object: " + err.Error()}
+	if err := validateStored(enc); err != nil {
+		return object{}, undecodable(off, err)
 	}
 	o := object{enc: enc, kenc: keySpan(enc, keyPos)}
 	if o.kenc == nil {
@@ -274,11 +293,11 @@ func parseRawInto(kind Kind, keyPos int, body []byte, gs []group, objs []object)
 	off := 0
 	for off < len(body) {
 		if len(body)-off < 4 {
-			return nil, objs, &bucketError{bucketHeaderSize + off, "truncated key group size"}
+			return nil, objs, &bucketError{off: bucketHeaderSize + off, reason: "truncated key group size"}
 		}
 		sz := int(be.Uint32(body[off:]))
 		if sz < 9 || sz > len(body)-off {
-			return nil, objs, &bucketError{bucketHeaderSize + off, fmt.Sprintf("key group size %d out of range", sz)}
+			return nil, objs, &bucketError{off: bucketHeaderSize + off, reason: fmt.Sprintf("key group size %d out of range", sz)}
 		}
 		var g group
 		first := true
@@ -294,7 +313,7 @@ func parseRawInto(kind Kind, keyPos int, body []byte, gs []group, objs []object)
 					g.key, _ = keyOf(ob.term, keyPos)
 				}
 			} else if cmpGroupKey(&g, &keyArg{enc: ob.kenc, term: termKey(ob, keyPos)}, keyPos) != 0 {
-				return &bucketError{o, "object key differs from its key group"}
+				return &bucketError{off: o, reason: "object key differs from its key group"}
 			}
 			g.objs = append(g.objs, ob)
 			return nil
@@ -333,11 +352,11 @@ func parseGroups(kind Kind, keyPos int, body []byte) ([]group, *bucketError) {
 				break
 			}
 			if _, err := g.objs[j].decoded(); err != nil {
-				return nil, &bucketError{0, "undecodable object: " + err.Error()}
+				return nil, undecodable(0, err)
 			}
 		}
 		if _, err := g.keyTerm(keyPos); err != nil {
-			return nil, &bucketError{0, err.Error()}
+			return nil, &bucketError{off: 0, reason: err.Error(), cause: err}
 		}
 	}
 	return gs, nil
@@ -372,8 +391,8 @@ func lookupInBody(kind Kind, keyPos int, body []byte, key *keyArg, wantObjs bool
 		}
 		if !wantObjs && !checked {
 			// Member: the object found is checked, though not decoded.
-			if err := etf.Validate(enc); err != nil {
-				return false, &bucketError{off, "undecodable object: " + err.Error()}
+			if err := validateStored(enc); err != nil {
+				return false, undecodable(off, err)
 			}
 		}
 		return true, nil
@@ -408,11 +427,11 @@ func lookupInBody(kind Kind, keyPos int, body []byte, key *keyArg, wantObjs bool
 	off := 0
 	for off < len(body) && !found {
 		if len(body)-off < 4 {
-			return nil, false, &bucketError{bucketHeaderSize + off, "truncated key group size"}
+			return nil, false, &bucketError{off: bucketHeaderSize + off, reason: "truncated key group size"}
 		}
 		sz := int(be.Uint32(body[off:]))
 		if sz < 9 || sz > len(body)-off {
-			return nil, false, &bucketError{bucketHeaderSize + off, fmt.Sprintf("key group size %d out of range", sz)}
+			return nil, false, &bucketError{off: bucketHeaderSize + off, reason: fmt.Sprintf("key group size %d out of range", sz)}
 		}
 		first := true
 		e := parseObjects(body[off+4:off+sz], bucketHeaderSize+off+4, func(enc []byte, o int) *bucketError {

@@ -1,6 +1,7 @@
 package dets
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -83,7 +84,7 @@ func (c *checker) run() {
 			}
 			continue
 		}
-		gs, _, err := t.readGroups(slot)
+		gs, err := c.groups(slot, e)
 		if err != nil {
 			c.problems = append(c.problems, err)
 			continue
@@ -98,10 +99,13 @@ func (c *checker) run() {
 			c.add("bucket", e.ptr, "slot %d: bucket size %d", slot, e.size)
 		}
 		for gi, g := range gs {
-			if s := t.slotFor(t.hashKey(g.key)); s != slot && !c.structural {
+			// A key too deep to decode (c.groups) cannot be hashed or
+			// ordered here; the rest of its checks still apply.
+			if g.key == nil {
+			} else if s := t.slotFor(t.hashKey(g.key)); s != slot && !c.structural {
 				c.add("object", e.ptr, "key %v in slot %d hashes to slot %d", g.key, slot, s)
 			}
-			if gi > 0 && etf.CompareExact(gs[gi-1].key, g.key) >= 0 && !c.structural {
+			if gi > 0 && gs[gi-1].key != nil && g.key != nil && etf.CompareExact(gs[gi-1].key, g.key) >= 0 && !c.structural {
 				c.add("bucket", e.ptr, "slot %d: keys %v and %v out of order", slot, gs[gi-1].key, g.key)
 			}
 			if t.kind == Set && len(g.objs) != 1 {
@@ -110,7 +114,7 @@ func (c *checker) run() {
 			if t.kind == Bag && !c.structural {
 				for i := range g.objs {
 					for j := i + 1; j < len(g.objs); j++ {
-						if etf.Equal(g.objs[i].term, g.objs[j].term) {
+						if sameObject(&g.objs[i], &g.objs[j]) {
 							c.add("bucket", e.ptr, "slot %d: bag key %v holds an object twice", slot, g.key)
 						}
 					}
@@ -131,6 +135,58 @@ func (c *checker) run() {
 	if !t.dirty {
 		c.checkDisk()
 	}
+}
+
+// groups reads the bucket of slot (entry e) as readGroups does, except
+// that it keeps a sound object nested too deep to decode (which OTP
+// writes): such an object's term stays nil, and its group's key too when
+// the key is that deep; each is listed in the report.
+func (c *checker) groups(slot uint64, e slotEntry) ([]group, error) {
+	t := c.t
+	body, err := t.readBucket(slot, e)
+	if err != nil {
+		return nil, err
+	}
+	own := make([]byte, len(body))
+	copy(own, body)
+	gs, be := parseRaw(t.kind, t.keyPos, own)
+	if be != nil {
+		return nil, objectError(t.path, e.ptr+int64(be.off), slot, be)
+	}
+	for i := range gs {
+		g := &gs[i]
+		// A key too deep to decode makes each of its objects so too.
+		_, kerr := g.keyTerm(t.keyPos)
+		deepKey := kerr != nil && errors.Is(kerr, etf.ErrTooDeep)
+		if kerr != nil && !deepKey {
+			return nil, objectError(t.path, e.ptr, slot, &bucketError{off: 0, reason: kerr.Error(), cause: kerr})
+		}
+		for j := range g.objs {
+			var err error
+			if t.kind == Set {
+				err = etf.Validate(g.objs[j].enc) // parseRaw let a deep one pass
+			} else {
+				_, err = g.objs[j].decoded()
+			}
+			if err != nil && !c.deep(e.ptr, deepKey, err) {
+				return nil, objectError(t.path, e.ptr, slot, undecodable(0, err))
+			}
+		}
+	}
+	return gs, nil
+}
+
+// deep lists, for the bucket at off, an object (or with key, a key) too
+// deep to decode, and reports whether err says that it is.
+func (c *checker) deep(off int64, key bool, err error) bool {
+	if !errors.Is(err, etf.ErrTooDeep) {
+		return false
+	}
+	c.report.DeepCount++
+	if len(c.report.Deep) < maxCheckDamaged {
+		c.report.Deep = append(c.report.Deep, DeepTermError{Path: c.t.path, Offset: off, Key: key, Err: err})
+	}
+	return true
 }
 
 // checkTiling verifies that used and free blocks cover the buddy area from

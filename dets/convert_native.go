@@ -2,6 +2,7 @@ package dets
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -64,7 +65,7 @@ func convertToNative(t *Table, srcPath, tmp string, st *ConvertStats) error {
 			}
 			var berr *bucketError
 			if gs, objs, berr = parseRawInto(t.kind, t.keyPos, b[bucketHeaderSize:], gs, objs); berr != nil {
-				return corrupt(srcPath, "object", e.ptr+int64(berr.off), "slot %d: %s", slot, berr.reason)
+				return objectError(srcPath, e.ptr+int64(berr.off), slot, berr)
 			}
 			// Every object encoded as etf.Encode would: copied from the
 			// map if the whole bucket is in that form, else staged.
@@ -73,13 +74,22 @@ func convertToNative(t *Table, srcPath, tmp string, st *ConvertStats) error {
 			for i := range gs {
 				for j := range gs[i].objs {
 					o := &gs[i].objs[j]
-					term, err := o.decoded()
-					if err != nil {
-						return corrupt(srcPath, "object", e.ptr, "slot %d: %v", slot, err)
-					}
 					start := len(enc)
-					if enc, err = etf.AppendEncode(enc, term); err != nil {
-						return err
+					term, err := o.decoded()
+					switch {
+					case errors.Is(err, etf.ErrTooDeep):
+						// Sound, but too deep to encode anew: its
+						// bytes, with the key in canonical form.
+						deepErr := err
+						if enc, err = appendDeepObject(enc, o.enc, t.keyPos); err != nil {
+							return &DeepTermError{Path: srcPath, Offset: e.ptr, Key: true, Err: deepErr}
+						}
+					case err != nil:
+						return corrupt(srcPath, "object", e.ptr, "slot %d: %v", slot, err)
+					default:
+						if enc, err = etf.AppendEncode(enc, term); err != nil {
+							return err
+						}
 					}
 					canonical = canonical && bytes.Equal(enc[start:], o.enc)
 					ends = append(ends, len(enc))
@@ -158,4 +168,26 @@ func convertToNative(t *Table, srcPath, tmp string, st *ConvertStats) error {
 	st.Objects, st.Keys = int64(objects), int64(keys)
 	st.MinSlots, st.MaxSlots = lo, hi
 	return nil
+}
+
+// appendDeepObject appends obj, an object too deep to decode, with its
+// key element in etf.Encode's form (the native key hash covers that form,
+// docs/format-native.md §9); the rest of its bytes are kept as they are.
+// It fails when the key is too deep too, or obj is compressed.
+func appendDeepObject(dst, obj []byte, keyPos int) ([]byte, error) {
+	s, e, ok := encodings.TupleElement(obj, keyPos)
+	if !ok {
+		return dst, fmt.Errorf("no key element")
+	}
+	key, err := encodings.DecodeBody(obj[s:e])
+	if err != nil {
+		return dst, err
+	}
+	k, err := etf.Encode(key)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, obj[:s]...)
+	dst = append(dst, k[1:]...) // without the version byte
+	return append(dst, obj[e:]...), nil
 }

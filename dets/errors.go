@@ -3,6 +3,8 @@ package dets
 import (
 	"errors"
 	"fmt"
+
+	"github.com/godets/godets/etf"
 )
 
 // Errors returned by Open. Open decides from the file's header and the
@@ -110,3 +112,49 @@ type noSuchKeyError struct{}
 
 func (noSuchKeyError) Error() string        { return "dets: no object with that key" }
 func (noSuchKeyError) Is(target error) bool { return target == ErrBadArgument }
+
+// DeepTermError says that a stored object is sound but nested deeper than
+// etf.MaxDepth: OTP wrote it and reads it, and this library keeps it
+// (check, repair and conversion copy its bytes) but does not decode it.
+// The raw reads (LookupRaw, RawAll) return it. With Key set, its key is
+// that deep (or the object is compressed, so that the key is read by
+// decoding it), so that an otp9 slot cannot be computed for it: a repair
+// or conversion that meets it stops before changing anything. It matches
+// etf.ErrTooDeep, never ErrCorrupt.
+type DeepTermError struct {
+	Path   string
+	Offset int64
+	Key    bool
+	Err    error // the etf error, matching etf.ErrTooDeep
+}
+
+func (e *DeepTermError) Error() string {
+	if e.Key {
+		return fmt.Sprintf("dets: the key of the object at offset %d in %s cannot be read or hashed here: "+
+			"it (or the compressed object) is nested deeper than %d levels (OTP reads it)", e.Offset, e.Path, etf.MaxDepth)
+	}
+	return fmt.Sprintf("dets: the object at offset %d in %s is nested deeper than %d levels, "+
+		"which this library reads only as raw bytes (OTP reads it)", e.Offset, e.Path, etf.MaxDepth)
+}
+
+func (e *DeepTermError) Unwrap() error { return e.Err }
+
+// objectError is the error for the object of slot at off that be
+// describes: a *DeepTermError for a sound object too deep to decode,
+// damage otherwise.
+func objectError(path string, off int64, slot any, be *bucketError) error {
+	if errors.Is(be.cause, etf.ErrTooDeep) {
+		return &DeepTermError{Path: path, Offset: off, Err: be.cause}
+	}
+	return corrupt(path, "object", off, "slot %v: %s", slot, be.reason)
+}
+
+// decodeFailure is the error for an object at off whose decoding failed
+// with err: a *DeepTermError for a sound object too deep to decode, else
+// damage, described by format and args.
+func decodeFailure(path string, off int64, err error, format string, args ...any) error {
+	if errors.Is(err, etf.ErrTooDeep) {
+		return &DeepTermError{Path: path, Offset: off, Err: err}
+	}
+	return corrupt(path, "object", off, format, args...)
+}

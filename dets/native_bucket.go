@@ -6,7 +6,6 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	farm "github.com/dgryski/go-farm"
-	"github.com/godets/godets/etf"
 )
 
 // Native buckets (docs/format-native.md §6): a 32-byte header, then the
@@ -166,7 +165,7 @@ func uvarintLen(x uint64) int {
 // returns the key element's bytes, which are what the key hash covers
 // (§9), or a reason why enc is not sound.
 func nativeObjectKey(enc []byte, keyPos int) ([]byte, string) {
-	if err := etf.Validate(enc); err != nil {
+	if err := validateStored(enc); err != nil {
 		return nil, "undecodable object: " + err.Error()
 	}
 	k := keySpan(enc, keyPos)

@@ -85,7 +85,7 @@ func (t *Table) nativeAll(yield func(etf.Term, error) bool) {
 		_, err := walkNativeDecoding(t.path, st.body(r), r.ptr, uint64(r.n), st.keyPos, func(recOff int64, enc, _ []byte) error {
 			o, err := st.bd.Decode(enc)
 			if err != nil {
-				return corrupt(t.path, "object", recOff, "slot %d: undecodable object: %v", r.slot, err)
+				return decodeFailure(t.path, recOff, err, "slot %d: undecodable object: %v", r.slot, err)
 			}
 			out = append(out, o)
 			return nil

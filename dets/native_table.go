@@ -404,7 +404,7 @@ func (t *Table) nativeLookup(b []byte, e slotEntry, ka *keyArg, wantObjs bool) (
 	}
 	if !wantObjs {
 		for i := range objs {
-			if err := etf.Validate(objs[i].enc); err != nil {
+			if err := validateStored(objs[i].enc); err != nil {
 				return nil, false, corrupt(t.path, "object", e.ptr, "undecodable object: %v", err)
 			}
 		}
@@ -413,7 +413,7 @@ func (t *Table) nativeLookup(b []byte, e slotEntry, ka *keyArg, wantObjs bool) (
 	if len(objs) == 1 { // a set's: the result and the term share an allocation
 		out, err := encodings.DecodeOne(objs[0].enc)
 		if err != nil {
-			return nil, false, corrupt(t.path, "object", e.ptr, "slot object undecodable: %v", err)
+			return nil, false, decodeFailure(t.path, e.ptr, err, "slot object undecodable: %v", err)
 		}
 		return out, true, nil
 	}
@@ -421,7 +421,7 @@ func (t *Table) nativeLookup(b []byte, e slotEntry, ka *keyArg, wantObjs bool) (
 	for j := range objs {
 		v, err := objs[j].decoded()
 		if err != nil {
-			return nil, false, corrupt(t.path, "object", e.ptr, "slot object undecodable: %v", err)
+			return nil, false, decodeFailure(t.path, e.ptr, err, "slot object undecodable: %v", err)
 		}
 		out[j] = v
 	}
@@ -790,12 +790,12 @@ func (t *Table) nativeGroups(b []byte, e slotEntry) ([]group, slotEntry, error) 
 		if t.kind != Set {
 			for j := range g.objs {
 				if _, err := g.objs[j].decoded(); err != nil {
-					return nil, e, corrupt(t.path, "object", e.ptr, "undecodable object: %v", err)
+					return nil, e, decodeFailure(t.path, e.ptr, err, "undecodable object: %v", err)
 				}
 			}
 		}
 		if _, err := g.keyTerm(t.keyPos); err != nil {
-			return nil, e, corrupt(t.path, "object", e.ptr, "%v", err)
+			return nil, e, decodeFailure(t.path, e.ptr, err, "%v", err)
 		}
 	}
 	return gs, e, nil

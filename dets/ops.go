@@ -304,7 +304,7 @@ func (t *Table) lookup(key etf.Term, hv uint64, wantObjs bool) ([]etf.Term, bool
 		objs, found, be = lookupInBody(t.kind, t.keyPos, body, &ka, wantObjs)
 	}
 	if be != nil {
-		return nil, false, corrupt(t.path, "object", e.ptr+int64(be.off), "slot %d: %s", slot, be.reason)
+		return nil, false, objectError(t.path, e.ptr+int64(be.off), slot, be)
 	}
 	return objs, found, nil
 }
@@ -749,7 +749,7 @@ func (t *Table) readRawInto(slot uint64, sc *opScratch) ([]group, slotEntry, err
 		sc.gs, sc.objs = gs, objs
 	}
 	if be != nil {
-		return nil, e, corrupt(t.path, "object", e.ptr+int64(be.off), "slot %d: %s", slot, be.reason)
+		return nil, e, objectError(t.path, e.ptr+int64(be.off), slot, be)
 	}
 	return gs, e, nil
 }

@@ -99,7 +99,7 @@ func (t *Table) rawLookup(ka *keyArg, hv uint64, fn func(obj []byte) error) erro
 		return fnErr
 	}
 	if be != nil {
-		return corrupt(t.path, "object", int64(e.ptr)+int64(be.off), "slot %d: %s", slot, be.reason)
+		return objectError(t.path, int64(e.ptr)+int64(be.off), slot, be)
 	}
 	return nil
 }
@@ -139,11 +139,11 @@ func rawLookupInBody(kind Kind, keyPos int, body []byte, key *keyArg, found func
 	}
 	for off := 0; off < len(body); {
 		if len(body)-off < 4 {
-			return &bucketError{bucketHeaderSize + off, "truncated key group size"}
+			return &bucketError{off: bucketHeaderSize + off, reason: "truncated key group size"}
 		}
 		sz := int(be.Uint32(body[off:]))
 		if sz < 9 || sz > len(body)-off {
-			return &bucketError{bucketHeaderSize + off, fmt.Sprintf("key group size %d out of range", sz)}
+			return &bucketError{off: bucketHeaderSize + off, reason: fmt.Sprintf("key group size %d out of range", sz)}
 		}
 		first, hit := true, false
 		e := parseObjects(body[off+4:off+sz], bucketHeaderSize+off+4, func(enc []byte, o int) *bucketError {
@@ -343,7 +343,7 @@ func (t *Table) rawBucket(st *scanState, rs *rawScan, r scanRef, yield func([]by
 			return nil
 		}
 	}
-	err := corrupt(t.path, "object", int64(r.ptr)+int64(bErr.off), "slot %d: %s", r.slot, bErr.reason)
+	err := objectError(t.path, int64(r.ptr)+int64(bErr.off), r.slot, bErr)
 	t.mu.Lock()
 	t.fail(err)
 	t.mu.Unlock()

@@ -372,6 +372,9 @@ func (p *repairPlan) scan() error {
 		}
 	}
 	if err := p.guard.run(sc.run); err != nil {
+		if de, ok := err.(*DeepTermError); ok {
+			de.Path = p.path
+		}
 		return err
 	}
 	p.stats.ObjectsFound = sc.stats.objects

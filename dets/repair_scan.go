@@ -3,6 +3,7 @@ package dets
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"math"
 	"math/bits"
 	"runtime"
@@ -74,6 +75,10 @@ type scanner struct {
 	guard  *mapGuard // for the helper goroutine of runSplit
 
 	cands []scanCand // scratch, reused per bucket
+	// deepKey is set by proveObject for a sound object whose key is too
+	// deep to hash: the repair stops (bucket returns it) rather than
+	// drop the object.
+	deepKey *DeepTermError
 
 	// Split scan (runSplit): the smallest file split (tune.parallelScanMin),
 	// the entries the helper may hold, and the expected number it finds
@@ -255,6 +260,9 @@ func (s *scanner) bucket(p, sz int64) (tiled bool, provenEnd int64, err error) {
 			off += ksz
 		}
 	}
+	if s.deepKey != nil {
+		return tiled, 0, s.deepKey
+	}
 	if len(s.cands) == 0 {
 		return tiled, 0, nil
 	}
@@ -317,7 +325,7 @@ func (s *scanner) frame(b []byte, base, g int) bool {
 		if g < 0 {
 			c.group = len(s.cands)
 		}
-		c.ok, c.kenc, c.key, c.hash = s.proveObject(b[off+4 : off+osz])
+		c.ok, c.kenc, c.key, c.hash = s.proveObject(b[off+4:off+osz], c.off)
 		s.cands = append(s.cands, c)
 		off += osz
 	}
@@ -327,10 +335,17 @@ func (s *scanner) frame(b []byte, base, g int) bool {
 // proveObject applies rule 1 to one object's bytes: it must decode, as a
 // whole, to a tuple with at least keyPos elements. It returns the key's
 // encoding (or, for a compressed object, the decoded key) and its phash2,
-// decoding nothing for the common key types.
-func (s *scanner) proveObject(enc []byte) (ok bool, kenc []byte, key etf.Term, hash uint32) {
-	if etf.Validate(enc) != nil {
+// decoding nothing for the common key types. A sound object nested too
+// deep to decode passes (OTP wrote it); one whose key is that deep sets
+// s.deepKey, since its slot cannot be computed. off is enc's offset.
+func (s *scanner) proveObject(enc []byte, off int) (ok bool, kenc []byte, key etf.Term, hash uint32) {
+	if validateStored(enc) != nil {
 		return false, nil, nil, 0
+	}
+	deep := func(err error) {
+		if errors.Is(err, etf.ErrTooDeep) && s.deepKey == nil {
+			s.deepKey = &DeepTermError{Offset: int64(off), Key: true, Err: err}
+		}
 	}
 	if kenc = keySpan(enc, s.keyPos); kenc != nil {
 		if h, ok := encodings.Phash2Body(kenc); ok {
@@ -338,12 +353,14 @@ func (s *scanner) proveObject(enc []byte) (ok bool, kenc []byte, key etf.Term, h
 		}
 		k, err := encodings.DecodeBody(kenc)
 		if err != nil {
+			deep(err)
 			return false, nil, nil, 0
 		}
 		return true, kenc, k, hashTerm(k)
 	}
 	t, err := decodeTerm(enc)
 	if err != nil {
+		deep(err)
 		return false, nil, nil, 0
 	}
 	k, ok := keyOf(t, s.keyPos)

@@ -574,10 +574,10 @@ func (t *Table) scanDecode(st *scanState, r scanRef) ([]etf.Term, error) {
 		bErr = parseObjects(body, bucketHeaderSize, func(enc []byte, off int) *bucketError {
 			o, err := st.bd.Decode(enc)
 			if err != nil {
-				return &bucketError{off, "undecodable object: " + err.Error()}
+				return undecodable(off, err)
 			}
 			if _, ok := keyOf(o, st.keyPos); !ok {
-				return &bucketError{off, fmt.Sprintf("object is not a tuple with at least %d elements", st.keyPos)}
+				return &bucketError{off: off, reason: fmt.Sprintf("object is not a tuple with at least %d elements", st.keyPos)}
 			}
 			objs = append(objs, o)
 			return nil
@@ -592,7 +592,7 @@ func (t *Table) scanDecode(st *scanState, r scanRef) ([]etf.Term, error) {
 					if o == nil {
 						var err error
 						if o, err = st.bd.Decode(gs[i].objs[j].enc); err != nil {
-							bErr = &bucketError{0, "undecodable object: " + err.Error()}
+							bErr = undecodable(0, err)
 							break decode
 						}
 					}
@@ -604,7 +604,7 @@ func (t *Table) scanDecode(st *scanState, r scanRef) ([]etf.Term, error) {
 	st.objs = objs
 	if bErr != nil {
 		clear(objs)
-		err := corrupt(t.path, "object", r.ptr+int64(bErr.off), "slot %d: %s", r.slot, bErr.reason)
+		err := objectError(t.path, r.ptr+int64(bErr.off), r.slot, bErr)
 		t.mu.Lock()
 		t.fail(err)
 		t.mu.Unlock()

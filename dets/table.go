@@ -726,7 +726,7 @@ func (t *Table) readGroups(slot uint64) ([]group, slotEntry, error) {
 	}
 	gs, be := parseGroups(t.kind, t.keyPos, own)
 	if be != nil {
-		return nil, e, corrupt(t.path, "object", e.ptr+int64(be.off), "slot %d: %s", slot, be.reason)
+		return nil, e, objectError(t.path, e.ptr+int64(be.off), slot, be)
 	}
 	return gs, e, nil
 }
