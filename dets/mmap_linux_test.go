@@ -2,6 +2,7 @@ package dets
 
 import (
 	"errors"
+	"github.com/godets/godets/internal/testutil"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,14 +10,13 @@ import (
 	"testing"
 
 	"github.com/godets/godets/etf"
-	"golang.org/x/sys/unix"
 )
 
 // TestMappedDiskFull fills a 4 MiB tmpfs through a mapped table. The write
 // that finds the disk full fails with ENOSPC (no fault, no panic); every
 // insert acknowledged before it survives in a repair of the file.
 func TestMappedDiskFull(t *testing.T) {
-	dir := smallTmpfs(t, "4m")
+	dir := testutil.SmallTmpfs(t, "4m")
 
 	path := filepath.Join(dir, "full.dets")
 	tab, err := Open(path, Options{})
@@ -97,27 +97,6 @@ func TestExtendWithZeros(t *testing.T) {
 	for _, c := range [][2]int64{{0, 1}, {100, 100}, {1000, 1 << 20}, {4097, 3<<20 + 5}} {
 		check(t, t.TempDir(), c[0], c[1], nil)
 	}
-	dir := smallTmpfs(t, "1m")
+	dir := testutil.SmallTmpfs(t, "1m")
 	check(t, dir, 512<<10, 4<<20, syscall.ENOSPC)
-}
-
-// smallTmpfs mounts a tmpfs of size (mount's notation) on a directory
-// that the test owns, or skips the test: it needs root, and, like the lock
-// tests' mounts, a container may refuse mount even to root. Under CI=true
-// (which runs as root) it fails instead: the full-disk tests must run.
-func smallTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	skip := t.Skipf
-	if os.Getenv("CI") == "true" {
-		skip = t.Fatalf
-	}
-	if os.Geteuid() != 0 {
-		skip("needs root to mount a small tmpfs")
-	}
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		skip("mount not permitted: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
-	return dir
 }

@@ -3,6 +3,7 @@ package dets
 import (
 	"bytes"
 	"errors"
+	"github.com/godets/godets/internal/testutil"
 	"io"
 	"os"
 	"os/exec"
@@ -88,7 +89,7 @@ func rfCheckFullDiskError(t *testing.T, what string, err error) {
 // leave the file byte-identical and leave no temporary file; once space
 // is freed the repair brings back every object.
 func TestRepairSparseFileOnFullDisk(t *testing.T) {
-	dir := smallTmpfs(t, "4m")
+	dir := testutil.SmallTmpfs(t, "4m")
 	img, want := rfDirtyImage(t, 2000)
 	path := filepath.Join(dir, "sparse.dets")
 	writeFileT(t, path, img)

@@ -37,16 +37,7 @@ func TestLibraryLogsStayOffStderr(t *testing.T) {
 		path := filepath.Join(dir, "t"+logEnv+".dets")
 		cmd := exec.Command("sh", "-c", `ulimit -f 200 && exec "$0" "$@"`, detsBin, "load", path, input)
 		cmd.Env = append(os.Environ(), "DETS_LOG="+logEnv)
-		var out, errb strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		r := result{stdout: out.String(), stderr: errb.String()}
-		if ee, ok := err.(*exec.ExitError); ok {
-			r.code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return runCommand(t, cmd)
 	}
 	r := limited("")
 	r.want(t, exitError, "load under ulimit -f")

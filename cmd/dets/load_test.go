@@ -90,16 +90,7 @@ func TestLoadWriteFailureCount(t *testing.T) {
 	input := writeLoadInput(t, dir, 5000)
 	for _, blocks := range []string{"200", "400", "800"} {
 		path := filepath.Join(dir, "t"+blocks+".dets")
-		cmd := exec.Command("sh", "-c", `ulimit -f "$1" && shift && exec "$0" "$@"`, detsBin, blocks, "load", path, input)
-		var out, errb strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		r := result{stdout: out.String(), stderr: errb.String()}
-		if ee, ok := err.(*exec.ExitError); ok {
-			r.code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		r := runCommand(t, exec.Command("sh", "-c", `ulimit -f "$1" && shift && exec "$0" "$@"`, detsBin, blocks, "load", path, input))
 		checkFailedLoad(t, "ulimit -f "+blocks, r, path, 5000)
 	}
 }

@@ -60,6 +60,13 @@ func runDetsIn(t testing.TB, stdin []byte, args ...string) result {
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
+	return runCommand(t, cmd)
+}
+
+// runCommand runs cmd (the binary, or a shell that runs it) and collects
+// its output and exit code.
+func runCommand(t testing.TB, cmd *exec.Cmd) result {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
@@ -68,7 +75,7 @@ func runDetsIn(t testing.TB, stdin []byte, args ...string) result {
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("running dets %v: %v", args, err)
+		t.Fatalf("running %v: %v", cmd.Args, err)
 	}
 	return r
 }
