@@ -61,8 +61,10 @@
 // turns instead of the last owner taking the lock again and again. This
 // holds one OS thread per file waited on in the process (a session that
 // times out leaves it blocked until the lock is released, then gives the
-// lock straight back); a second session of the process waiting for the
-// same file, and sessions beyond a small bound, poll at most every 20 ms.
+// lock straight back; should that fail, the file is quarantined and the
+// failure logged with cause=abandoned_wait, since no session is left to
+// return it to); a second session of the process waiting for the same
+// file, and sessions beyond a small bound, poll at most every 20 ms.
 // Immediate does not queue: it takes the lock only if it is free at that
 // instant, so under sustained contention it mostly gives ErrBusy. Use a
 // wait to take turns.
@@ -116,7 +118,8 @@
 // Quarantine is for the two cases where another owner could be harmed: a
 // read-write table whose Close failed (it may have unwritten state, so the
 // lock is kept), and a lock whose release failed, even one released
-// unused because it came after the deadline. A read-only table has
+// unused because it came after the deadline or after its session had
+// given up waiting. A read-only table has
 // nothing to flush: when its Close fails (for example with a read error the
 // callback already saw) the lock is released and nothing is quarantined.
 // That close error is returned beside the callback's: after a failed

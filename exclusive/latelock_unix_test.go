@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,5 +142,83 @@ func TestWaiterRefusedAfterLateReleaseFails(t *testing.T) {
 	}
 	if a.opens.Load() != 0 || b.opens.Load() != 0 {
 		t.Fatalf("opens: a %d, b %d", a.opens.Load(), b.opens.Load())
+	}
+}
+
+// A session that times out leaves its wait blocked in the kernel; the lock
+// that wait obtains later is given back at once. When that release fails
+// no session is left to return the failure to, yet this process may still
+// hold the lock: the failure is logged and the file quarantined, before
+// another session of the process can get past its check under the lock.
+// Session b starts while the release fails and waits for the lock: it
+// must be refused whether it meets the lock still held, just dropped, or
+// gone with the quarantine already in place.
+func TestAbandonedWaitReleaseFailureQuarantines(t *testing.T) {
+	logs := captureLog(t)
+	path := filepath.Join(t.TempDir(), "t.dets")
+	holder, err := lockfile.Acquire(path, lockfile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newFixture(t)
+	b.path = path
+	var bRan atomic.Bool
+	bDone := make(chan error, 1)
+	var startB sync.Once
+	inKernel := make(chan struct{}, 1)
+	hooks := &lockfile.Hooks{Flock: func(fd, how int) error {
+		switch how {
+		case unix.LOCK_EX: // the blocking call, in the waiter's goroutine
+			select {
+			case inKernel <- struct{}{}:
+			default:
+			}
+		case unix.LOCK_UN: // only the abandoned waiter releases with these hooks
+			startB.Do(func() {
+				go func() {
+					bDone <- b.run(WaitUpTo(5*time.Second), func(*fakeTable) error { bRan.Store(true); return nil })
+				}()
+			})
+			return unix.EIO
+		}
+		return unix.Flock(fd, how)
+	}}
+	err = With(path, Options{Wait: WaitUpTo(30 * time.Millisecond), hooks: &testHooks{lock: hooks}},
+		func(*dets.Table) error { t.Error("the callback ran"); return nil })
+	var ae *AcquisitionError
+	if !errors.As(err, &ae) || ae.Reason != ErrTimedOut || errors.Is(err, ErrCleanupFailed) {
+		t.Fatalf("want a plain timeout, got %v", err)
+	}
+	select {
+	case <-inKernel:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the session did not wait in the kernel")
+	}
+	if err := holder.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-bDone:
+		if bRan.Load() || !errors.Is(err, ErrQuarantined) {
+			t.Fatalf("b: ran %v, err %v, want ErrQuarantined without running", bRan.Load(), err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the abandoned wait never released the lock, or b never ended")
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "event="+EventCleanupFailed); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the failed release was not logged: %q", logs.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if out := logs.String(); !strings.Contains(out, "cause=abandoned_wait") || !strings.Contains(out, unix.EIO.Error()) {
+		t.Fatalf("log lacks the cause or the failure: %s", out)
+	}
+	err = With(path, Options{}, func(*dets.Table) error { t.Error("a later session ran"); return nil })
+	if !errors.Is(err, ErrQuarantined) {
+		t.Fatalf("later session: %v, want ErrQuarantined", err)
+	}
+	if b.opens.Load() != 0 {
+		t.Fatalf("b opened the table %d times", b.opens.Load())
 	}
 }

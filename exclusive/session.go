@@ -12,8 +12,9 @@ import (
 
 // Log events. Cleanup failures that quarantine the file are logged at
 // Error level with the attribute event=EventCleanupFailed, plus path (the
-// resolved data path), cause ("return" or "panic_or_goexit"), failures and
-// primary. A read-only table that failed to close during a panic or
+// resolved data path), cause ("return", "panic_or_goexit", or
+// "abandoned_wait" for the lock a timed-out session's wait obtained after
+// it returned), failures and primary (when there is one). A read-only table that failed to close during a panic or
 // runtime.Goexit, when no error can be returned, is logged at Warn level
 // with event=EventCloseFailed. Logs may name paths; they are meant for
 // trusted operators. SetLogger chooses where they go.
@@ -146,7 +147,7 @@ func run[T any, R closer](path string, wait Wait, hooks *testHooks, mode runMode
 	// Acquire, before any lock attempt, and again if the path turns out to
 	// resolve elsewhere under the lock. The wait covers resolution too.
 	lock, err := lockfile.Acquire(path, lockfile.Options{Wait: wait.d, Hooks: hooks.lock, Refuse: refuseQuarantined,
-		ReleaseLate: releaseLate, OpenData: mode.openData, ExistingOnly: mode.existingOnly})
+		ReleaseLate: releaseLate, ReleaseAbandoned: releaseAbandoned, OpenData: mode.openData, ExistingOnly: mode.existingOnly})
 	if err != nil {
 		if errors.Is(err, errRefused) {
 			return zero, &AcquisitionError{Reason: ErrQuarantined}
@@ -289,6 +290,18 @@ func releaseLate(l *lockfile.Lock) error {
 		quarantineLocked(l.DataPath(), l.ID(), nil)
 	}
 	return err
+}
+
+// releaseAbandoned is lockfile.Options.ReleaseAbandoned, for a lock that
+// a session's wait in the kernel obtained after the session gave up with
+// ErrTimedOut. It releases it as releaseLate does, quarantining the file
+// on failure; no session is left to return that failure to, so it is
+// only logged.
+func releaseAbandoned(l *lockfile.Lock) {
+	if err := releaseLate(l); err != nil {
+		errs := []error{fmt.Errorf("exclusive: releasing lock: %w", err)}
+		logCleanupFailure(l.DataPath(), nil, errs, "abandoned_wait")
+	}
 }
 
 func (s *session[R]) unlock() error {

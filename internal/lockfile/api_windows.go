@@ -37,6 +37,10 @@ type Options struct {
 	// release is in place before another session of the process can
 	// take the lock that release dropped.
 	ReleaseLate func(*Lock) error
+	// ReleaseAbandoned is never called on Windows: no waiter blocks in
+	// the kernel there, so none is left behind by a session that gives
+	// up (see lockfile_windows.go).
+	ReleaseAbandoned func(*Lock)
 	// Hooks replaces system calls in tests; nil in production.
 	Hooks *Hooks
 }

@@ -31,6 +31,9 @@ import (
 // A session that gives up abandons the waiter; when the abandoned flock
 // eventually returns with the lock, the lock is released at once, without
 // anything being opened, and the descriptor is parked as after a session.
+// That release goes through the ReleaseAbandoned of the session that gave
+// up last, which must also deal with its failure: nobody else is left to
+// learn that this process may still hold the lock.
 //
 // At most one waiter per data path exists in the process, and at most
 // maxBlocked in all, so a holder that never releases pins a bounded number
@@ -107,6 +110,9 @@ type blockedWaiter struct {
 	finished bool  // flock returned
 	err      error // its error, once finished
 	claimed  bool  // a session waits for the result; false once abandoned
+	// abandon is Options.ReleaseAbandoned of the session that gave up on
+	// the waiter last, nil while none has.
+	abandon func(*Lock)
 }
 
 var blocked struct {
@@ -119,8 +125,8 @@ var blocked struct {
 // ownership of l's descriptor in every case. It returns a Lock holding the
 // lock (not yet verified: see verifyLocked), ErrTimedOut, a flock error, or
 // errWouldBlock when the caller should poll instead (its descriptor parked
-// or closed by then).
-func (t *Target) waitBlocked(l *Lock, deadline time.Time) (*Lock, error) {
+// or closed by then). abandon is the caller's Options.ReleaseAbandoned.
+func (t *Target) waitBlocked(l *Lock, deadline time.Time, abandon func(*Lock)) (*Lock, error) {
 	blocked.Lock()
 	w := blocked.m[t.Data]
 	switch {
@@ -154,7 +160,7 @@ func (t *Target) waitBlocked(l *Lock, deadline time.Time) (*Lock, error) {
 		return nil, errWouldBlock
 	}
 
-	return t.awaitWaiter(w, l.hooks, deadline)
+	return t.awaitWaiter(w, l.hooks, deadline, abandon)
 }
 
 // singleAttemptFailed decides what a single attempt (Wait zero) that met
@@ -163,9 +169,10 @@ func (t *Target) waitBlocked(l *Lock, deadline time.Time) (*Lock, error) {
 // when such a waiter gave the lock back meanwhile, released counting the
 // give-backs before the attempt. It takes l's descriptor in every case.
 // With a Sleep hook (tests with a fake clock) nothing is taken over.
-func (t *Target) singleAttemptFailed(l *Lock, h *Hooks, retried bool, released uint64) (*Lock, error) {
+// abandon is the caller's Options.ReleaseAbandoned.
+func (t *Target) singleAttemptFailed(l *Lock, h *Hooks, abandon func(*Lock), retried bool, released uint64) (*Lock, error) {
 	if h == nil || h.Sleep == nil {
-		if bl, err, ok := t.takeAbandoned(l, PollInterval); ok {
+		if bl, err, ok := t.takeAbandoned(l, PollInterval, abandon); ok {
 			if err == errRetryNow && retried {
 				return nil, ErrBusy
 			}
@@ -191,7 +198,7 @@ func (t *Target) singleAttemptFailed(l *Lock, h *Hooks, retried bool, released u
 // already giving the lock back is waited for, and the attempt made again
 // (errRetryNow). ok is false, with l untouched, when there is no such
 // waiter; otherwise l's descriptor was taken in every case.
-func (t *Target) takeAbandoned(l *Lock, grace time.Duration) (_ *Lock, _ error, ok bool) {
+func (t *Target) takeAbandoned(l *Lock, grace time.Duration, abandon func(*Lock)) (_ *Lock, _ error, ok bool) {
 	blocked.Lock()
 	w := blocked.m[t.Data]
 	switch {
@@ -207,7 +214,7 @@ func (t *Target) takeAbandoned(l *Lock, grace time.Duration) (_ *Lock, _ error, 
 	w.claimed = true
 	blocked.Unlock()
 	l.parkOrClose()
-	nl, err := t.awaitWaiter(w, l.hooks, time.Now().Add(grace))
+	nl, err := t.awaitWaiter(w, l.hooks, time.Now().Add(grace), abandon)
 	if err == ErrTimedOut || err == errWouldBlock {
 		err = ErrBusy
 	}
@@ -215,8 +222,10 @@ func (t *Target) takeAbandoned(l *Lock, grace time.Duration) (_ *Lock, _ error, 
 }
 
 // awaitWaiter waits until deadline for the result of w, which the caller
-// claimed, and turns it into a Lock with hooks h.
-func (t *Target) awaitWaiter(w *blockedWaiter, h *Hooks, deadline time.Time) (*Lock, error) {
+// claimed, and turns it into a Lock with hooks h. A caller that gives up
+// leaves abandon (its Options.ReleaseAbandoned) to release the lock should
+// the waiter get it later.
+func (t *Target) awaitWaiter(w *blockedWaiter, h *Hooks, deadline time.Time, abandon func(*Lock)) (*Lock, error) {
 	timer := time.NewTimer(time.Until(deadline))
 	select {
 	case <-w.done:
@@ -225,6 +234,7 @@ func (t *Target) awaitWaiter(w *blockedWaiter, h *Hooks, deadline time.Time) (*L
 		blocked.Lock()
 		if !w.finished {
 			w.claimed = false
+			w.abandon = abandon
 			blocked.Unlock()
 			return nil, ErrTimedOut
 		}
@@ -250,15 +260,15 @@ func (t *Target) awaitWaiter(w *blockedWaiter, h *Hooks, deadline time.Time) (*L
 }
 
 // block runs flock(LOCK_EX) and hands the result to the session waiting
-// for it, or, if it was abandoned, releases the lock and parks the
-// descriptor.
+// for it, or, if it was abandoned, releases the lock (through w.abandon
+// when set) and parks the descriptor.
 func (w *blockedWaiter) block(data string) {
 	l := &Lock{fd: w.fd, id: w.id, magic: w.magic, parkable: w.parkable,
 		target: w.target, hooks: w.hooks, dataFD: noFD}
 	err := l.flock(lockExclusive)
 	blocked.Lock()
 	w.finished, w.err = true, err
-	claimed := w.claimed
+	claimed, abandon := w.claimed, w.abandon
 	if claimed || err != nil {
 		w.forget(data)
 	}
@@ -274,8 +284,13 @@ func (w *blockedWaiter) block(data string) {
 	// A late acquisition nobody waits for: give it back at once. The
 	// waiter stays known until then, so that an attempt of this process
 	// that meets the lock held by it waits for the release (takeAbandoned)
-	// instead of failing.
-	_ = l.unlock(true)
+	// instead of failing. A failed release may leave the lock held with
+	// no owner, so abandon must make it known (exclusive quarantines).
+	if abandon != nil {
+		abandon(l)
+	} else {
+		_ = l.Unlock()
+	}
 	blocked.Lock()
 	w.forget(data)
 	blocked.Unlock()

@@ -387,3 +387,69 @@ func TestSingleAttemptAfterAbandonedWaiter(t *testing.T) {
 	}
 	waitNoBlocked(t)
 }
+
+// The lock an abandoned waiter obtains is given back through the
+// ReleaseAbandoned of the acquisition that gave up on the waiter last,
+// which also learns of a failed release: no acquisition is left to
+// return that failure to.
+func TestReleaseAbandonedGetsTheLateLock(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := newDataFile(t, dir, "t.dets")
+	holder := mustAcquire(t, data, Options{})
+	failUnlock := &Hooks{Flock: func(fd, how int) error {
+		if how == unix.LOCK_UN {
+			return unix.EIO
+		}
+		return unix.Flock(fd, how)
+	}}
+	type call struct {
+		who, path string
+		err       error
+	}
+	calls := make(chan call, 2)
+	releaser := func(who string) func(*Lock) {
+		return func(l *Lock) { calls <- call{who, l.DataPath(), l.Unlock()} }
+	}
+	// a starts the waiter (its hooks make the waiter's LOCK_UN fail) and
+	// gives up; b takes the abandoned waiter over and gives up too.
+	if _, err := Acquire(data, Options{Wait: 20 * time.Millisecond, Hooks: failUnlock, ReleaseAbandoned: releaser("a")}); !errors.Is(err, ErrTimedOut) {
+		t.Fatalf("a: want ErrTimedOut, got %v", err)
+	}
+	blocked.Lock()
+	w := blocked.m[data]
+	blocked.Unlock()
+	if w == nil {
+		t.Fatal("a left no kernel waiter")
+	}
+	if _, err := Acquire(data, Options{Wait: 20 * time.Millisecond, ReleaseAbandoned: releaser("b")}); !errors.Is(err, ErrTimedOut) {
+		t.Fatalf("b: want ErrTimedOut, got %v", err)
+	}
+	blocked.Lock()
+	same := blocked.m[data] == w
+	blocked.Unlock()
+	if !same {
+		t.Fatal("b did not take the abandoned waiter over")
+	}
+	mustUnlock(t, holder)
+	select {
+	case c := <-calls:
+		if c.who != "b" || c.path != data || !errors.Is(c.err, unix.EIO) {
+			t.Fatalf("ReleaseAbandoned of %s for %s, release error %v; want b's, for %s, with EIO", c.who, c.path, c.err, data)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ReleaseAbandoned was never called")
+	}
+	waitNoBlocked(t)
+	select {
+	case c := <-calls:
+		t.Fatalf("ReleaseAbandoned called again, of %s", c.who)
+	default:
+	}
+	// The failed LOCK_UN closed the descriptor, which dropped the lock.
+	if !lockFreeElsewhere(t, data+SidecarSuffix) {
+		t.Fatal("the abandoned waiter's lock is still held")
+	}
+}

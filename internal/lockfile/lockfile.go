@@ -54,7 +54,8 @@
 //     nothing may start under that lock. An attempt that stalled past the
 //     deadline, or a kernel grant that came just as the wait ran out, is
 //     unlocked and reported as ErrTimedOut; a grant to a waiter the caller
-//     has already abandoned is released at once.
+//     has already abandoned is released at once, through the caller's
+//     Options.ReleaseAbandoned, which alone can learn that it failed.
 //   - A single attempt (Wait zero) takes the lock if it is free at that
 //     instant and never queues: it does not defer to waiters, so under
 //     sustained contention it mostly fails. Taking turns needs a wait.
@@ -115,6 +116,15 @@ type Options struct {
 	// release is in place before another session of the process can
 	// take the lock that release dropped.
 	ReleaseLate func(*Lock) error
+	// ReleaseAbandoned, if set, releases in place of Unlock a lock that a
+	// kernel-blocked waiter (blocked.go) obtains after the acquisition
+	// waiting for it gave up, and must release it as Unlock does. It runs
+	// later, on the waiter's goroutine, with no acquisition left to return
+	// a failure to, so it must deal with one itself: package exclusive
+	// quarantines the file as for ReleaseLate, and logs. The acquisition
+	// that gave up on the waiter last is the one whose ReleaseAbandoned
+	// runs. Without it a failed release goes unreported.
+	ReleaseAbandoned func(*Lock)
 	// Hooks replaces system calls in tests; nil in production.
 	Hooks *Hooks
 }
@@ -304,7 +314,7 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 			waited = true
 			// l is the unlocked descriptor the attempt tried.
 			if opts.Wait <= 0 {
-				bl, berr := t.singleAttemptFailed(l, h, retried, releases)
+				bl, berr := t.singleAttemptFailed(l, h, opts.ReleaseAbandoned, retried, releases)
 				switch {
 				case berr == nil:
 					blocked = bl
@@ -321,7 +331,7 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 				return nil, ErrTimedOut
 			}
 			if h == nil || h.Sleep == nil {
-				bl, berr := t.waitBlocked(l, deadline)
+				bl, berr := t.waitBlocked(l, deadline, opts.ReleaseAbandoned)
 				switch {
 				case berr == nil:
 					blocked = bl
