@@ -299,13 +299,14 @@ func TestDocCodeTable(t *testing.T) {
 }
 
 // Error messages stay on one line: a cleanup with two failures, one of
-// them itself two joined errors, and lockfile's report of a late lock
-// whose release failed in both of its steps.
+// them itself two joined errors, and lockfile's reports of a late or
+// refused lock whose release failed in both of its steps.
 func TestMessagesAreOneLine(t *testing.T) {
 	a, b, c := errors.New("unlock failed"), errors.New("close failed"), errors.New("closing table failed")
 	for _, err := range []error{
 		&CleanupError{Primary: &AcquisitionError{Reason: ErrTimedOut}, Failures: []error{lockfile.JoinLine(a, b), c}},
 		&lockfile.LateReleaseError{Path: "/d/t.dets", Err: lockfile.JoinLine(a, b)},
+		&lockfile.RecheckReleaseError{Path: "/d/t.dets", Cause: &lockfile.AliasError{Kind: lockfile.IdentityChanged, Path: "/d/t.dets"}, Err: lockfile.JoinLine(a, b)},
 	} {
 		if msg := err.Error(); strings.Contains(msg, "\n") {
 			t.Errorf("two lines: %q", msg)

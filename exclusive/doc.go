@@ -102,10 +102,13 @@
 // operating-system error; *SessionError with Stage OpenFailure (including
 // ErrNeedsRepair), CallbackFailure or CloseFailure (a read-only table only);
 // *CleanupError when closing a read-write table or releasing the lock
-// failed. That includes the release of a lock obtained after the wait's
-// deadline: the table was not opened, the callback did not run, and the
-// Primary is the *AcquisitionError of ErrTimedOut (so errors.Is matches
-// ErrTimedOut too, and CauseCode is timed_out).
+// failed. That includes the release of a lock the session never used:
+// one obtained after the wait's deadline, or one the checks under the
+// lock refused (the sidecar or the data file changed meanwhile). The
+// table was not opened, the callback did not run, and the Primary is what
+// the session would have given otherwise: the *AcquisitionError of
+// ErrTimedOut, or of the refusal such as ErrUnsafeAlias (errors.Is
+// matches it too, and CauseCode is its code).
 //
 // A cleanup failure quarantines the file in this process: when the table
 // failed to close the lock is kept until the process exits, and later
@@ -118,8 +121,9 @@
 // Quarantine is for the two cases where another owner could be harmed: a
 // read-write table whose Close failed (it may have unwritten state, so the
 // lock is kept), and a lock whose release failed, even one released
-// unused because it came after the deadline or after its session had
-// given up waiting. A read-only table has
+// unused because it came after the deadline, was refused by the checks
+// under it, or came after its session had given up waiting. A read-only
+// table has
 // nothing to flush: when its Close fails (for example with a read error the
 // callback already saw) the lock is released and nothing is quarantined.
 // That close error is returned beside the callback's: after a failed

@@ -174,9 +174,13 @@ func (e *SessionError) Unwrap() []error {
 
 // CleanupError: closing a read-write table or releasing the lock failed.
 // The file is quarantined in this process. Primary is the error the session
-// would have returned otherwise (nil after a successful callback; the
-// *AcquisitionError of ErrTimedOut when the lock came after the deadline
-// and releasing it unused failed).
+// would have returned otherwise: nil after a successful callback. A lock
+// released unused, without the table being opened, gives the error of
+// that acquisition: the *AcquisitionError of ErrTimedOut when the lock
+// came after the deadline; when the checks under the lock refused it,
+// what that refusal gives alone (an *AcquisitionError such as
+// ErrUnsafeAlias, or the OpenFailure *SessionError of a read-only
+// session's missing file).
 type CleanupError struct {
 	Primary  error
 	Failures []error

@@ -85,8 +85,10 @@ var openElsewhere = func(l *lockfile.Lock) bool {
 // CloseFailure) after the table was closed and the lock released;
 // *CleanupError when closing a read-write table or releasing the lock
 // failed, which quarantines the file in this process (also when the
-// lock came after the wait's deadline and the table was never opened:
-// its Primary is then the *AcquisitionError of ErrTimedOut).
+// lock came after the wait's deadline, or was refused by the checks
+// under it, and the table was never opened: its Primary is then the
+// error the acquisition gave, such as the *AcquisitionError of
+// ErrTimedOut).
 //
 // A panic or runtime.Goexit in fn closes the table and releases the lock,
 // then continues with the original panic value.

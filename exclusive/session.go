@@ -147,26 +147,9 @@ func run[T any, R closer](path string, wait Wait, hooks *testHooks, mode runMode
 	// Acquire, before any lock attempt, and again if the path turns out to
 	// resolve elsewhere under the lock. The wait covers resolution too.
 	lock, err := lockfile.Acquire(path, lockfile.Options{Wait: wait.d, Hooks: hooks.lock, Refuse: refuseQuarantined,
-		ReleaseLate: releaseLate, ReleaseAbandoned: releaseAbandoned, OpenData: mode.openData, ExistingOnly: mode.existingOnly})
+		ReleaseUnused: releaseUnused, ReleaseAbandoned: releaseAbandoned, OpenData: mode.openData, ExistingOnly: mode.existingOnly})
 	if err != nil {
-		if errors.Is(err, errRefused) {
-			return zero, &AcquisitionError{Reason: ErrQuarantined}
-		}
-		var late *lockfile.LateReleaseError
-		if errors.As(err, &late) {
-			// The lock came after the deadline and could not be given
-			// back: a failed release like any other (releaseLate
-			// quarantined the file), after a timed-out acquisition.
-			primary := acquisitionError(lockfile.ErrTimedOut)
-			errs := []error{fmt.Errorf("exclusive: releasing lock: %w", late.Err)}
-			logCleanupFailure(late.Path, primary, errs, "return")
-			return zero, &CleanupError{Primary: primary, Failures: errs}
-		}
-		if errors.Is(err, lockfile.ErrNoDataFile) {
-			// What the open would have said, without a lock left behind.
-			return zero, &SessionError{Stage: OpenFailure, Err: err}
-		}
-		return zero, acquisitionError(err)
+		return zero, acquireFailed(err)
 	}
 	s := session[R]{lock: lock, hooks: hooks, readOnly: mode.readOnly}
 	registry.Lock()
@@ -277,12 +260,44 @@ func (s *session[R]) release() []error {
 	return nil
 }
 
-// releaseLate is lockfile.Options.ReleaseLate, for a lock obtained after
-// the wait's deadline: it releases the lock as release does, with the
-// registry held and a failure quarantined before the registry is let go,
-// so that a session of this process waiting for the lock cannot run in
-// between.
-func releaseLate(l *lockfile.Lock) error {
+// acquireFailed gives the session's error for a failed lockfile.Acquire.
+func acquireFailed(err error) error {
+	var late *lockfile.LateReleaseError
+	var refused *lockfile.RecheckReleaseError
+	switch {
+	case errors.As(err, &late):
+		// The lock came after the deadline and could not be given back:
+		// a failed release like any other (releaseUnused quarantined the
+		// file), after a timed-out acquisition.
+		return releaseFailed(late.Path, acquisitionError(lockfile.ErrTimedOut), late.Err)
+	case errors.As(err, &refused):
+		// The same after a refusal under the lock: the primary is what
+		// the refusal alone would have given.
+		return releaseFailed(refused.Path, acquireFailed(refused.Cause), refused.Err)
+	case errors.Is(err, errRefused):
+		return &AcquisitionError{Reason: ErrQuarantined}
+	case errors.Is(err, lockfile.ErrNoDataFile):
+		// What the open would have said, without a lock left behind.
+		return &SessionError{Stage: OpenFailure, Err: err}
+	}
+	return acquisitionError(err)
+}
+
+// releaseFailed reports the failed release, by lockfile, of a lock that
+// the session never used: the table was not opened and the callback did
+// not run. releaseUnused has quarantined data already.
+func releaseFailed(data string, primary, err error) error {
+	errs := []error{fmt.Errorf("exclusive: releasing lock: %w", err)}
+	logCleanupFailure(data, primary, errs, "return")
+	return &CleanupError{Primary: primary, Failures: errs}
+}
+
+// releaseUnused is lockfile.Options.ReleaseUnused, for a lock obtained
+// after the wait's deadline or refused by the checks under it: it
+// releases the lock as release does, with the registry held and a
+// failure quarantined before the registry is let go, so that a session of
+// this process waiting for the lock cannot run in between.
+func releaseUnused(l *lockfile.Lock) error {
 	registry.Lock()
 	defer registry.Unlock()
 	err := l.Unlock()
@@ -294,11 +309,11 @@ func releaseLate(l *lockfile.Lock) error {
 
 // releaseAbandoned is lockfile.Options.ReleaseAbandoned, for a lock that
 // a session's wait in the kernel obtained after the session gave up with
-// ErrTimedOut. It releases it as releaseLate does, quarantining the file
-// on failure; no session is left to return that failure to, so it is
-// only logged.
+// ErrTimedOut. It releases it as releaseUnused does, quarantining the
+// file on failure; no session is left to return that failure to, so it
+// is only logged.
 func releaseAbandoned(l *lockfile.Lock) {
-	if err := releaseLate(l); err != nil {
+	if err := releaseUnused(l); err != nil {
 		errs := []error{fmt.Errorf("exclusive: releasing lock: %w", err)}
 		logCleanupFailure(l.DataPath(), nil, errs, "abandoned_wait")
 	}

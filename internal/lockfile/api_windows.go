@@ -30,13 +30,15 @@ type Options struct {
 	// it may be creating or replacing the file. The semaphore leaves
 	// nothing behind either way.
 	ExistingOnly bool
-	// ReleaseLate, if set, releases a lock obtained after the deadline
-	// in place of Unlock, and must release it as Unlock does; an error
-	// comes back inside a *LateReleaseError. Package exclusive releases
+	// ReleaseUnused, if set, releases in place of Unlock a lock that the
+	// acquisition obtained but will not return, and must release it as
+	// Unlock does: a lock obtained after the deadline (a failure comes
+	// back inside a *LateReleaseError), or one the checks under the lock
+	// refused (inside a *RecheckReleaseError). Package exclusive releases
 	// under its registry with it, so that the quarantine of a failed
-	// release is in place before another session of the process can
-	// take the lock that release dropped.
-	ReleaseLate func(*Lock) error
+	// release is in place before another session of the process can take
+	// the lock that release dropped.
+	ReleaseUnused func(*Lock) error
 	// ReleaseAbandoned is never called on Windows: no waiter blocks in
 	// the kernel there, so none is left behind by a session that gives
 	// up (see lockfile_windows.go).

@@ -147,14 +147,38 @@ func (e *LateReleaseError) Is(target error) bool { return target == ErrTimedOut 
 // Unwrap gives the release's error.
 func (e *LateReleaseError) Unwrap() error { return e.Err }
 
-// releaseLate releases l, which a waiting acquisition obtained after its
-// deadline, with release (Options.ReleaseLate) or else Unlock, and gives
-// the acquisition's result.
-func releaseLate(l *Lock, release func(*Lock) error) error {
+// RecheckReleaseError reports an acquisition whose checks under the lock
+// refused the lock it had obtained (Cause: the sidecar or the data path
+// changed, or the data file an ExistingOnly caller needs is gone) and
+// whose release then failed (Err). The acquisition failed with Cause, but
+// this process may still hold the lock, which Cause alone would hide.
+// errors.Is and errors.As see both Cause and Err.
+type RecheckReleaseError struct {
+	Path  string // the resolved data path whose lock was refused
+	Cause error
+	Err   error
+}
+
+func (e *RecheckReleaseError) Error() string {
+	return "lockfile: refused under the lock (" + e.Cause.Error() + "), and releasing the lock failed: " + e.Path + ": " + e.Err.Error()
+}
+
+// Unwrap gives the refusal and the release's error.
+func (e *RecheckReleaseError) Unwrap() []error { return []error{e.Cause, e.Err} }
+
+// releaseUnused releases l, which the acquisition obtained but will not
+// return, with release (Options.ReleaseUnused) or else Unlock.
+func releaseUnused(l *Lock, release func(*Lock) error) error {
 	if release == nil {
-		release = (*Lock).Unlock
+		return l.Unlock()
 	}
-	if err := release(l); err != nil {
+	return release(l)
+}
+
+// releaseLate releases l, which a waiting acquisition obtained after its
+// deadline (releaseUnused), and gives the acquisition's result.
+func releaseLate(l *Lock, release func(*Lock) error) error {
+	if err := releaseUnused(l, release); err != nil {
 		return &LateReleaseError{Path: l.DataPath(), Err: err}
 	}
 	return ErrTimedOut

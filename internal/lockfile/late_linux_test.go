@@ -105,7 +105,7 @@ func TestNoAttemptAfterFinalPause(t *testing.T) {
 
 // A late lock whose release fails is not a plain timeout: the error says
 // the release failed (the lock may still be held), wraps its cause and
-// still matches ErrTimedOut. Options.ReleaseLate, if set, does the
+// still matches ErrTimedOut. Options.ReleaseUnused, if set, does the
 // release, and only for a late lock.
 func TestLateReleaseFailure(t *testing.T) {
 	dir := t.TempDir()
@@ -148,13 +148,13 @@ func TestLateReleaseFailure(t *testing.T) {
 		}
 	})
 
-	t.Run("ReleaseLate", func(t *testing.T) {
+	t.Run("ReleaseUnused", func(t *testing.T) {
 		injected := errors.New("injected release failure")
 		calls := 0
 		release := func(l *Lock) error {
 			calls++
 			if l.DataPath() != resolved {
-				t.Errorf("ReleaseLate got the lock of %s", l.DataPath())
+				t.Errorf("ReleaseUnused got the lock of %s", l.DataPath())
 			}
 			if err := l.Unlock(); err != nil {
 				return err
@@ -162,15 +162,15 @@ func TestLateReleaseFailure(t *testing.T) {
 			return injected
 		}
 		h, _ := startLate(wait)
-		_, err := Acquire(data, Options{Wait: wait, Hooks: h, ReleaseLate: release})
+		_, err := Acquire(data, Options{Wait: wait, Hooks: h, ReleaseUnused: release})
 		check(t, err, injected)
 		if calls != 1 {
-			t.Fatalf("ReleaseLate called %d times", calls)
+			t.Fatalf("ReleaseUnused called %d times", calls)
 		}
 		// Nothing to release for a lock in time.
-		mustUnlock(t, mustAcquire(t, data, Options{Wait: wait, ReleaseLate: release}))
+		mustUnlock(t, mustAcquire(t, data, Options{Wait: wait, ReleaseUnused: release}))
 		if calls != 1 {
-			t.Fatal("ReleaseLate called for a lock obtained in time")
+			t.Fatal("ReleaseUnused called for a lock obtained in time")
 		}
 	})
 }

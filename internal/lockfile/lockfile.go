@@ -36,7 +36,9 @@
 //     previous owner may have replaced it (a repair renames a rebuilt file
 //     over the path), created or removed it. It is judged like a file found
 //     by resolution (regular, one link, not a mount point, local) and the
-//     lock describes it from then on.
+//     lock describes it from then on. A lock these checks refuse is
+//     released at once; if that release fails, the acquisition ends with a
+//     *RecheckReleaseError, since this process may still hold the lock.
 //   - A caller that will not create the data file (Options.ExistingOnly)
 //     leaves no footprint when it is missing: no sidecar is created.
 //   - Release is LOCK_UN, then the unlocked descriptor is parked for the next
@@ -109,19 +111,21 @@ type Options struct {
 	// sidecar exists, the lock is taken and the data path checked again
 	// under it, since a session holding it may be replacing the file.
 	ExistingOnly bool
-	// ReleaseLate, if set, releases a lock obtained after the deadline
-	// in place of Unlock, and must release it as Unlock does; an error
-	// comes back inside a *LateReleaseError. Package exclusive releases
+	// ReleaseUnused, if set, releases in place of Unlock a lock that the
+	// acquisition obtained but will not return, and must release it as
+	// Unlock does: a lock obtained after the deadline (a failure comes
+	// back inside a *LateReleaseError), or one the checks under the lock
+	// refused (inside a *RecheckReleaseError). Package exclusive releases
 	// under its registry with it, so that the quarantine of a failed
-	// release is in place before another session of the process can
-	// take the lock that release dropped.
-	ReleaseLate func(*Lock) error
+	// release is in place before another session of the process can take
+	// the lock that release dropped.
+	ReleaseUnused func(*Lock) error
 	// ReleaseAbandoned, if set, releases in place of Unlock a lock that a
 	// kernel-blocked waiter (blocked.go) obtains after the acquisition
 	// waiting for it gave up, and must release it as Unlock does. It runs
 	// later, on the waiter's goroutine, with no acquisition left to return
 	// a failure to, so it must deal with one itself: package exclusive
-	// quarantines the file as for ReleaseLate, and logs. The acquisition
+	// quarantines the file as for ReleaseUnused, and logs. The acquisition
 	// that gave up on the waiter last is the one whose ReleaseAbandoned
 	// runs. Without it a failed release goes unreported.
 	ReleaseAbandoned func(*Lock)
@@ -283,7 +287,7 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 			if opts.Wait > 0 && time.Since(deadline) > 0 {
 				// Late, by however little: the caller's wait is over.
 				// Give the lock back rather than start work under it.
-				return nil, releaseLate(l, opts.ReleaseLate)
+				return nil, releaseLate(l, opts.ReleaseUnused)
 			}
 			if waited {
 				l.waitedAt = monoNow()
@@ -638,12 +642,18 @@ func (t *Target) attempt(h *Hooks, opts Options, deadline time.Time) (*Lock, err
 // the sidecar name still ours, singly linked, regular and not a mount
 // point? For a parked descriptor this is also the check that the sidecar
 // was not replaced, re-pointed or mounted over since it was opened. Then
-// the data path is checked again (recheckData). Any failure unlocks.
+// the data path is checked again (recheckData). Any failure unlocks
+// (releaseRefused); if that fails too, the acquisition ends there, with
+// no retry, as a *RecheckReleaseError.
 func (t *Target) verifyLocked(l *Lock, opts Options) (*Lock, error) {
 	cur, err := lstatIDz(t.sidecarZ, t.Sidecar)
 	if err != nil || cur.id != (fileID{l.id.Dev, l.id.Ino}) || cur.nlink != 1 || !cur.mode.IsRegular() || cur.mountRoot {
-		if uerr := l.unlockClose(); uerr != nil {
-			return nil, uerr
+		var cause error = &AliasError{Kind: IdentityChanged, Path: t.Sidecar}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			cause = err
+		}
+		if rerr := releaseRefused(l, cause, opts.ReleaseUnused); rerr != nil {
+			return nil, rerr
 		}
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
@@ -655,11 +665,15 @@ func (t *Target) verifyLocked(l *Lock, opts Options) (*Lock, error) {
 		err = &MissingError{Path: t.Data}
 	}
 	if err != nil {
-		if uerr := l.unlockClose(); uerr != nil {
-			if err == errStaleResolve {
-				return nil, uerr
-			}
-			return nil, JoinLine(err, uerr)
+		cause := err
+		if err == errStaleResolve {
+			// Released, the path would be resolved afresh; a lock that
+			// may still be held ends the acquisition instead, and what
+			// ended it is that the path no longer resolves as it did.
+			cause = &AliasError{Kind: IdentityChanged, Path: t.Data}
+		}
+		if rerr := releaseRefused(l, cause, opts.ReleaseUnused); rerr != nil {
+			return nil, rerr
 		}
 		return nil, err
 	}
@@ -756,18 +770,24 @@ func (l *Lock) Unlock() error {
 	if l.release || l.fd == noFD {
 		return ErrReleased
 	}
-	return l.unlock(true)
+	return l.unlock()
 }
 
-// unlockClose is Unlock for an attempt that must not keep the descriptor
-// (the sidecar it names is not, or no longer, the right one).
-func (l *Lock) unlockClose() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.unlock(false)
+// releaseRefused releases l, which the checks under the lock refused for
+// cause, through release (Options.ReleaseUnused) or else Unlock, never
+// parking its descriptor: the sidecar it names may not be the one at the
+// path any more. A failed release gives a *RecheckReleaseError.
+func releaseRefused(l *Lock, cause error, release func(*Lock) error) error {
+	l.parkable = false
+	if err := releaseUnused(l, release); err != nil {
+		return &RecheckReleaseError{Path: l.DataPath(), Cause: cause, Err: err}
+	}
+	return nil
 }
 
-func (l *Lock) unlock(mayPark bool) error {
+// unlock is Unlock with l.mu held. The descriptor is parked only when
+// parkable (releaseRefused clears it for a sidecar that may not be ours).
+func (l *Lock) unlock() error {
 	l.release = true
 	if l.dataFD != noFD {
 		// Never written through, so closing it cannot lose data.
@@ -778,7 +798,7 @@ func (l *Lock) unlock(mayPark bool) error {
 		uerr := &fs.PathError{Op: "unlock", Path: l.target.Sidecar, Err: err}
 		return JoinLine(uerr, l.closeFile())
 	}
-	if mayPark && l.parkable {
+	if l.parkable {
 		l.parkOrClose()
 		return nil
 	}

@@ -116,11 +116,13 @@ func (t *Target) acquire(start time.Time, opts Options) (*Lock, error) {
 		// lock back rather than start work under it, naming the file
 		// as a timely acquisition would.
 		l.target = nt
-		return nil, releaseLate(l, opts.ReleaseLate)
+		return nil, releaseLate(l, opts.ReleaseUnused)
 	}
 	if err != nil {
-		if uerr := l.Unlock(); uerr != nil {
-			return nil, JoinLine(err, uerr)
+		// Refused under the lock. A count that may still be taken ends
+		// the acquisition as a *RecheckReleaseError, not as err alone.
+		if uerr := releaseUnused(l, opts.ReleaseUnused); uerr != nil {
+			return nil, &RecheckReleaseError{Path: l.DataPath(), Cause: err, Err: uerr}
 		}
 		return nil, err
 	}

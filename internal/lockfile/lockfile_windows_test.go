@@ -183,7 +183,7 @@ func TestWindowsLateAcquisitionReleased(t *testing.T) {
 
 // A late count whose release fails gives a *LateReleaseError, which
 // matches ErrTimedOut and the failure. Nothing fails ReleaseSemaphore on
-// demand, so Options.ReleaseLate injects the failure after a real release.
+// demand, so Options.ReleaseUnused injects the failure after a real release.
 func TestWindowsLateReleaseFailure(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.dets")
 	const wait = 30 * time.Millisecond
@@ -195,7 +195,7 @@ func TestWindowsLateReleaseFailure(t *testing.T) {
 		}
 		return injected
 	}
-	_, err := Acquire(path, Options{Wait: wait, Hooks: late, ReleaseLate: release})
+	_, err := Acquire(path, Options{Wait: wait, Hooks: late, ReleaseUnused: release})
 	var le *LateReleaseError
 	if !errors.As(err, &le) || !errors.Is(err, ErrTimedOut) || !errors.Is(err, injected) {
 		t.Fatalf("want a *LateReleaseError matching ErrTimedOut, got %v", err)
@@ -203,6 +203,52 @@ func TestWindowsLateReleaseFailure(t *testing.T) {
 	l, err := Acquire(path, Options{})
 	if err != nil {
 		t.Fatalf("the late count was not given back: %v", err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A count the check under the lock refuses (the data file gained a hard
+// link once resolved), and whose release fails, gives a
+// *RecheckReleaseError matching the refusal and the failure, not the
+// refusal alone. As above, Options.ReleaseUnused injects the failure
+// after a real release.
+func TestWindowsRecheckReleaseFailure(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.dets")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	linked := false
+	h := &Hooks{BeforeFlock: func(string) {
+		if !linked {
+			linked = true
+			if err := os.Link(path, path+".link"); err != nil {
+				t.Error(err)
+			}
+		}
+	}}
+	injected := errors.New("injected release failure")
+	calls := 0
+	release := func(l *Lock) error {
+		calls++
+		if err := l.Unlock(); err != nil {
+			return err
+		}
+		return injected
+	}
+	_, err := Acquire(path, Options{Hooks: h, ReleaseUnused: release})
+	var re *RecheckReleaseError
+	var ae *AliasError
+	if !errors.As(err, &re) || !errors.As(err, &ae) || ae.Kind != HardLinkedData || !errors.Is(err, injected) || calls != 1 {
+		t.Fatalf("want a *RecheckReleaseError of a hard-linked data file, released once, got %v (%d releases)", err, calls)
+	}
+	if err := os.Remove(path + ".link"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Acquire(path, Options{})
+	if err != nil {
+		t.Fatalf("the refused count was not given back: %v", err)
 	}
 	if err := l.Unlock(); err != nil {
 		t.Fatal(err)
