@@ -96,22 +96,6 @@ func (f *fixture) run(wait Wait, fn func(*fakeTable) error) error {
 	return err
 }
 
-// lockIsFree reports whether the file's sidecar lock can be taken now.
-func lockIsFree(t *testing.T, path string) bool {
-	t.Helper()
-	l, err := lockfile.Acquire(path, lockfile.Options{})
-	if errors.Is(err, lockfile.ErrBusy) {
-		return false
-	}
-	if err != nil {
-		t.Fatalf("probe: %v", err)
-	}
-	if err := l.Unlock(); err != nil {
-		t.Fatal(err)
-	}
-	return true
-}
-
 // captureLog routes slog output for the test into a buffer.
 func captureLog(t *testing.T) *syncBuffer {
 	t.Helper()
