@@ -161,11 +161,19 @@
 //	already_open            *AcquisitionError, ErrAlreadyOpen
 //	os_error                *AcquisitionError with a nil Reason
 //
-// and after it was opened:
+// when the table cannot be opened (a read-only session's missing file
+// included, found before any open), or the callback or the close of a
+// read-only table fails:
 //
 //	open_failed             *SessionError, OpenFailure, with a cause that has no code
 //	callback_failed         *SessionError, CallbackFailure
 //	close_failed            *SessionError, CloseFailure (read-only table)
+//
+// and when a read-write table fails to close or a lock fails to be
+// released, whether the table was opened or not (a lock obtained after
+// the wait's deadline, or refused by the checks under it, is released
+// before any open):
+//
 //	cleanup_failed          *CleanupError, ErrCleanupFailed
 //
 // Codes of dets errors, the Code of an open failure they cause, and the
