@@ -193,7 +193,7 @@ func (p *repairPlan) nativeReplay() {
 	verify := func(i int) bool {
 		r := &lg.recs[i]
 		e := nativeEntry(r.entry)
-		if !e.validIn(s.base, size) {
+		if !e.writtenIn(s.base, size) {
 			return false
 		}
 		b := p.data[e.off() : e.off()+e.room()]
@@ -329,7 +329,7 @@ func (p *repairPlan) readSlot(slot uint64, e nativeEntry) error {
 	if e == 0 {
 		return nil
 	}
-	if !e.validIn(nr.super.base, uint64(p.size)) {
+	if !e.writtenIn(nr.super.base, uint64(p.size)) {
 		nr.dropped++ // a log entry cannot name this; count the bucket's loss
 		return nil
 	}

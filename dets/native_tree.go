@@ -65,7 +65,17 @@ func (e nativeEntry) room() uint64 {
 // validIn reports whether e is empty, or names a cell or block that lies
 // where the allocator could have placed it: inside [base, end), cells on
 // their run's grid, blocks aligned to their size relative to base.
-func (e nativeEntry) validIn(base, end uint64) bool {
+func (e nativeEntry) validIn(base, end uint64) bool { return e.placedIn(base, end, true) }
+
+// writtenIn is validIn for an entry that a log record names, read from a
+// file its writer may have left unclosed: such a file grows in steps that
+// do not follow the runs (nativeCover), so a cell's run may end past its
+// end, and only the cell itself must lie inside.
+func (e nativeEntry) writtenIn(base, end uint64) bool { return e.placedIn(base, end, false) }
+
+// placedIn is validIn, with wholeRun saying whether a cell's whole run
+// must lie inside end too.
+func (e nativeEntry) placedIn(base, end uint64, wholeRun bool) bool {
 	if e == 0 {
 		return true
 	}
@@ -77,7 +87,7 @@ func (e nativeEntry) validIn(base, end uint64) bool {
 	if c := e.cellClass(); c != 0 {
 		in := rel % nativeRunSize
 		runEnd := off - in + nativeRunSize
-		return in%cellSize(c) == 0 && in/cellSize(c) < uint64(cellsInRun(c)) && runEnd <= end
+		return in%cellSize(c) == 0 && in/cellSize(c) < uint64(cellsInRun(c)) && (runEnd <= end || !wholeRun)
 	}
 	return rel%room == 0
 }
