@@ -44,44 +44,48 @@ import (
 //
 // Part of the file format; never change.
 const (
-	nativeMagic           = "godets\x00n" // superblock bytes 0..7
-	nativeVersionWord     = "NAT1"        // bytes 16..19
-	nativeVersionBE       = 0x4E415431    // the same bytes as OTP reads them: big-endian u32
-	nativeRevision        = 1             // superblock offset 20
-	nativePageSize        = 4096
-	nativeSuperOff        = 0
-	nativeMetaAOff        = 4096
-	nativeMetaBOff        = 8192
-	nativeLogHeadOff      = 12288 // epoch g's log starts in the page at 12288 + 4096*(g mod 2)
-	nativeBase            = 20480 // default buddy base
-	nativeSuperSize       = 128
-	nativeMetaSize        = 256
-	nativeMetaMagic       = 0x314D4E47 // "GNM1" LE, meta offset 8
-	nativeSlotsPerSeg     = 512
-	nativeSegsPerPart     = 256
-	nativeSlotsPerPart    = nativeSlotsPerSeg * nativeSegsPerPart // 2^17
-	nativeMaxSlots        = 1 << 32
-	nativeMaxParts        = nativeMaxSlots / nativeSlotsPerPart // 2^15
-	nativeDefaultMinSlots = 512
-	nativeDefaultMaxSlots = nativeMaxSlots
-	nativeBucketHeader    = 32
-	nativeBucketMagic     = 0x424E // "NB" LE, bucket offset 22
-	nativeMinLevel        = 9      // a bucket's level is log2(M) or log2(M)+1, M >= 512
-	nativeMaxLevel        = 32
-	nativeCellAlign       = 16
-	nativeRunSize         = 65536
-	nativeRunClass        = 16 // log2(nativeRunSize)
-	nativeCellClasses     = 55
-	nativeMaxCell         = 2048 // cellSize(nativeCellClasses)
-	nativeMinBuddyClass   = 12
-	nativeMaxBuddyClass   = 59
-	nativeMaxOffset       = 1 << 60
-	nativeBuddyCode       = 64 // slot-entry code 64+k: a buddy block of 2^k bytes
-	nativeLogBlockSize    = 65536
-	nativeLogHeader       = 64
-	nativeLogRecord       = 64
-	nativeLogBlockMagic   = 0x314C4E47 // "GNL1" LE, log block offset 8
-	nativeFreeMagic       = 0x31464E47 // "GNF1" LE, free record offset 8
+	nativeMagic       = "godets\x00n" // superblock bytes 0..7
+	nativeVersionWord = "NAT1"        // bytes 16..19
+	nativeVersionBE   = 0x4E415431    // the same bytes as OTP reads them: big-endian u32
+	nativeRevision    = 2             // superblock offset 20: what new files get
+	// nativeRevisionSessions is the first revision whose log records carry
+	// their write session's nonce and whose PUTs bind the whole bucket
+	// (bsum = xxhash64 of its size bytes); revision 1 has neither.
+	nativeRevisionSessions = 2
+	nativePageSize         = 4096
+	nativeSuperOff         = 0
+	nativeMetaAOff         = 4096
+	nativeMetaBOff         = 8192
+	nativeLogHeadOff       = 12288 // epoch g's log starts in the page at 12288 + 4096*(g mod 2)
+	nativeBase             = 20480 // default buddy base
+	nativeSuperSize        = 128
+	nativeMetaSize         = 256
+	nativeMetaMagic        = 0x314D4E47 // "GNM1" LE, meta offset 8
+	nativeSlotsPerSeg      = 512
+	nativeSegsPerPart      = 256
+	nativeSlotsPerPart     = nativeSlotsPerSeg * nativeSegsPerPart // 2^17
+	nativeMaxSlots         = 1 << 32
+	nativeMaxParts         = nativeMaxSlots / nativeSlotsPerPart // 2^15
+	nativeDefaultMinSlots  = 512
+	nativeDefaultMaxSlots  = nativeMaxSlots
+	nativeBucketHeader     = 32
+	nativeBucketMagic      = 0x424E // "NB" LE, bucket offset 22
+	nativeMinLevel         = 9      // a bucket's level is log2(M) or log2(M)+1, M >= 512
+	nativeMaxLevel         = 32
+	nativeCellAlign        = 16
+	nativeRunSize          = 65536
+	nativeRunClass         = 16 // log2(nativeRunSize)
+	nativeCellClasses      = 55
+	nativeMaxCell          = 2048 // cellSize(nativeCellClasses)
+	nativeMinBuddyClass    = 12
+	nativeMaxBuddyClass    = 59
+	nativeMaxOffset        = 1 << 60
+	nativeBuddyCode        = 64 // slot-entry code 64+k: a buddy block of 2^k bytes
+	nativeLogBlockSize     = 65536
+	nativeLogHeader        = 64
+	nativeLogRecord        = 64
+	nativeLogBlockMagic    = 0x314C4E47 // "GNL1" LE, log block offset 8
+	nativeFreeMagic        = 0x31464E47 // "GNF1" LE, free record offset 8
 
 	recPut   = 1
 	recEmpty = 2

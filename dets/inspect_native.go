@@ -425,7 +425,7 @@ func (im *NativeImage) Log() (NativeLogSummary, error) {
 // once.
 func (im *NativeImage) log(m *nativeMeta) (nativeLog, error) {
 	if !im.logRead {
-		im.lg, im.logErr = readNativeLog(im.path, im.read, im.super.fileID, m.gen, m.seq, im.super.base, uint64(im.size))
+		im.lg, im.logErr = readNativeLog(im.path, im.read, im.super.revision, im.super.fileID, m.gen, m.seq, im.super.base, uint64(im.size))
 		im.logRead = true
 	}
 	return im.lg, im.logErr

@@ -19,8 +19,11 @@ import (
 // checksum held gets the checksum of its redacted bytes, one whose
 // checksum failed keeps its old one, which fails too: the copy keeps the
 // damage, and `dets check --redacted` gives it the original's verdict.
-// The bucket header's checksum covers the header only, so it and the log
-// records that bind to it (bsum) stay valid. Zeroed: everything else,
+// The bucket header's checksum covers the header only, so it stays valid;
+// a log PUT of revision 2 binds its whole bucket (bsum), so each whose
+// bucket held gets the sum of the redacted bucket and a new record
+// checksum (revision 1 bound the header and needs neither). Zeroed:
+// everything else,
 // including old buckets, trees and logs that only the fallback meta or
 // nothing names.
 
@@ -47,7 +50,8 @@ func (im *NativeImage) Redact() ([]byte, RedactStats, error) {
 		return nil, RedactStats{}, err
 	}
 	r.keep(0, nativeBase)
-	var resum []int64 // object records whose checksum held
+	var resum []int64  // object records whose checksum held
+	var rebind []int64 // log PUTs whose bucket held (revision 2)
 	if m, err := im.current(); err == nil {
 		r.keep(int64(m.rootOff), int64(m.rootLen))
 		r.keep(int64(m.freeOff), int64(m.freeLen))
@@ -74,6 +78,9 @@ func (im *NativeImage) Redact() ([]byte, RedactStats, error) {
 		for _, b := range lg.blocks {
 			r.keep(int64(b), nativeLogBlockSize)
 		}
+		if im.super.revision >= nativeRevisionSessions {
+			rebind = r.heldPuts(m.gen, append([]uint64{nativeLogHead(m.gen)}, lg.blocks...))
+		}
 		for _, rec := range lg.recs {
 			if rec.typ == recPut {
 				entries = append(entries, nativeEntry(rec.entry))
@@ -95,7 +102,54 @@ func (im *NativeImage) Redact() ([]byte, RedactStats, error) {
 		l, v := binary.Uvarint(r.out[off+8:])
 		le.PutUint64(r.out[off:], xxhash.Sum64(r.out[off+8:off+8+int64(v)+int64(l)]))
 	}
+	for _, off := range rebind {
+		rec, _ := decodeNativeLogRec("", r.out[off:], off)
+		rec.bsum = nativeBucketSum(nativeRevisionSessions, r.bucketBytes(r.out, nativeEntry(rec.entry)))
+		rec.encode(r.out[off:])
+	}
 	return r.out, r.stats, nil
+}
+
+// heldPuts returns the offsets of the PUT records of epoch gen in the log
+// pages at pages (the head page, then the blocks) whose bsum holds over
+// the bucket they name, in the source.
+func (r *redactor) heldPuts(gen uint64, pages []uint64) []int64 {
+	var offs []int64
+	for i, page := range pages {
+		slots := nativeBlockRecords
+		if i == 0 {
+			slots = nativeHeadRecords
+		}
+		for j := range slots {
+			off := int64(page) + nativeLogHeader + int64(j)*nativeLogRecord
+			if off+nativeLogRecord > int64(len(r.src)) {
+				break
+			}
+			rec, err := decodeNativeLogRec("", r.src[off:], off)
+			if err != nil || rec.typ != recPut || rec.epoch != gen {
+				continue
+			}
+			if b := r.bucketBytes(r.src, nativeEntry(rec.entry)); b != nil && nativeBucketSum(nativeRevisionSessions, b) == rec.bsum {
+				offs = append(offs, off)
+			}
+		}
+	}
+	return offs
+}
+
+// bucketBytes is the bucket that e names in img, as far as its header's
+// size says, or nil when its header does not pass or it runs past img.
+func (r *redactor) bucketBytes(img []byte, e nativeEntry) []byte {
+	off, room := e.off(), e.room()
+	if room == 0 || off >= uint64(len(img)) {
+		return nil
+	}
+	b := img[off:min(off+room, uint64(len(img)))]
+	h, err := decodeNativeBucketHeader("", b, int64(off), room)
+	if err != nil || h.size > uint64(len(b)) {
+		return nil
+	}
+	return b[:h.size]
 }
 
 // nativeBucket redacts the bucket in the cell or block of room bytes at

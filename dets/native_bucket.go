@@ -51,7 +51,18 @@ func (h *nativeBucketHead) encode(b []byte) {
 	le.PutUint64(b, xxhash.Sum64(b[8:]))
 }
 
-// headerSum is the header's checksum as a log record's bsum binds it.
+// nativeBucketSum is what a PUT's bsum binds of the bucket b (exactly its
+// size bytes, header first) in a file of revision rev: all of it, so that
+// a write torn between a new header and a cell's old records fails even
+// when each record passes on its own. Revision 1 bound the header only.
+func nativeBucketSum(rev uint32, b []byte) uint64 {
+	if rev < nativeRevisionSessions {
+		return le.Uint64(b)
+	}
+	return xxhash.Sum64(b)
+}
+
+// headerSum is the header's checksum (hxh).
 func (h *nativeBucketHead) headerSum() uint64 {
 	var b [nativeBucketHeader]byte
 	h.encode(b[:])

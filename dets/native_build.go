@@ -58,7 +58,9 @@ func newNativeBuilder(f File, path string, s nativeSuper, next, seqAfter uint64)
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, err
 	}
-	s.fileID = le.Uint64(id[:])
+	// A new file, of the current revision whatever the source's (the
+	// revisions differ in the log only, which a new file does not have).
+	s.fileID, s.revision = le.Uint64(id[:]), nativeRevision
 	m, n := hashParamsFor(next)
 	b := &nativeBuilder{f: f, path: path, super: s, m: m, n: n, next: next,
 		level: uint8(bits.TrailingZeros64(m)), seq: seqAfter, a: newNativeAlloc(path, s.base),

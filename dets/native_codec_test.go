@@ -106,8 +106,8 @@ func TestNativeSuperRefusals(t *testing.T) {
 		{"short file", good, nativeBase - 1, ErrNotDETS},
 		{"short record", good[:100], nativeBase, ErrNotDETS},
 		{"magic", func() []byte { b := bytes.Clone(good); b[6] = 'x'; return reseal(b, 120, 0, 120) }(), nativeBase, ErrNotDETS},
-		{"revision 2", enc(func(s *nativeSuper) { s.revision = 2 }), nativeBase, ErrUnsupportedVersion},
-		{"revision 2, bad kind", enc(func(s *nativeSuper) { s.revision, s.kind = 2, 9 }), nativeBase, ErrUnsupportedVersion},
+		{"revision 3", enc(func(s *nativeSuper) { s.revision = 3 }), nativeBase, ErrUnsupportedVersion},
+		{"revision 3, bad kind", enc(func(s *nativeSuper) { s.revision, s.kind = 3, 9 }), nativeBase, ErrUnsupportedVersion},
 		{"kind 0", enc(func(s *nativeSuper) { s.kind = 0 }), nativeBase, ErrBadTypeCode},
 		{"kind 4", enc(func(s *nativeSuper) { s.kind = 4 }), nativeBase, ErrBadTypeCode},
 		{"key hash", enc(func(s *nativeSuper) { s.keyHash = 2 }), nativeBase, ErrBadHashMethod},
@@ -130,9 +130,9 @@ func TestNativeSuperRefusals(t *testing.T) {
 		}
 	}
 	var re *NativeRevisionError
-	_, err := decodeNativeSuper("f", enc(func(s *nativeSuper) { s.revision = 2 }), nativeBase)
-	if !errors.As(err, &re) || re.Revision != 2 || err.Error() != "dets: f: native revision 2; this godets reads 1" {
-		t.Fatalf("revision 2: %v", err)
+	_, err := decodeNativeSuper("f", enc(func(s *nativeSuper) { s.revision = 3 }), nativeBase)
+	if !errors.As(err, &re) || re.Revision != 3 || err.Error() != "dets: f: native revision 3; this godets reads 2" {
+		t.Fatalf("revision 3: %v", err)
 	}
 	flipEveryByte(t, "superblock", good, func(b []byte) error {
 		_, err := decodeNativeSuper("f", b, nativeBase)
@@ -591,9 +591,15 @@ func TestNativeLogRecordRefusals(t *testing.T) {
 	}
 	b := make([]byte, 64)
 	good[0].encode(b)
-	b[30] = 1
+	b[nrOffFlags] |= 2
 	if _, err := decodeNativeLogRec("f", reseal(b, 0, 8, 64), 0); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("reserved byte: %v", err)
+		t.Errorf("reserved flag bit: %v", err)
+	}
+	// Bytes 26..31 are the session nonce (revision 2): decoded, whole.
+	good[0].nonce = 0xfedcba987654
+	good[0].encode(b)
+	if r, err := decodeNativeLogRec("f", b, 0); err != nil || r.nonce != 0xfedcba987654 {
+		t.Errorf("nonce: %#x, %v", r.nonce, err)
 	}
 }
 

@@ -134,7 +134,7 @@ func FuzzNativeLog(f *testing.F) {
 		lb := &testLog{img: make([]byte, testLogBase+2*nativeLogBlockSize), fileID: 77, gen: gen}
 		copy(lb.img[nativeLogHead(gen):nativeLogHead(gen)+nativePageSize], head)
 		copy(lb.img[testLogBase+nativeLogBlockSize:], blk)
-		lg, err := readNativeLog("f", lb.read, lb.fileID, gen, metaSeq, testLogBase, uint64(len(lb.img)))
+		lg, err := readNativeLog("f", lb.read, nativeRevision, lb.fileID, gen, metaSeq, testLogBase, uint64(len(lb.img)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -170,7 +170,7 @@ func (t *Table) nativePutBody(r *nativeLogRec, recs []byte) error {
 		if err := t.writeAt(buf, int64(ne.off())); err != nil {
 			return err
 		}
-		r.typ, r.entry, r.bsum = recPut, uint64(ne), le.Uint64(buf)
+		r.typ, r.entry, r.bsum = recPut, uint64(ne), nativeBucketSum(nat.super.revision, buf)
 	}
 	if err := t.writeRec(r); err != nil {
 		return err

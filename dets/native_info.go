@@ -93,7 +93,7 @@ func ReadNativeInfo(path string) (NativeInfo, error) {
 		}
 		return b, nil
 	}
-	lg, err := readNativeLog(path, read, s.fileID, m.gen, m.seq, s.base, uint64(size))
+	lg, err := readNativeLog(path, read, s.revision, s.fileID, m.gen, m.seq, s.base, uint64(size))
 	if err != nil {
 		return NativeInfo{}, err
 	}

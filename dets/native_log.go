@@ -1,6 +1,8 @@
 package dets
 
 import (
+	"math/rand/v2"
+
 	"github.com/cespare/xxhash/v2"
 )
 
@@ -15,11 +17,12 @@ import (
 //	12 reserved                          16 seq, one above the previous record
 //	16 fileID                            24 type u8 (PUT EMPTY GROW LINK)
 //	24 epoch                             25 flags u8 (bit 0 ends a group)
-//	32 index in the epoch (0, 1, ...)    26 reserved (6 B)
+//	32 index in the epoch (0, 1, ...)    26 nonce (6 B; revision 1: 0)
 //	40 reserved (24 B)                   32 slot (GROW: next after the step)
 //	                                     40 entry (PUT: slot entry; GROW: M after
 //	                                        the step, so M <= next < 2M; LINK: block)
-//	                                     48 bsum (PUT: the new bucket's hxh)
+//	                                     48 bsum (PUT: xxhash64 of the new bucket;
+//	                                        revision 1: its hxh)
 //	                                     56 dObj i32 | 60 dKeys i32
 
 // Log layout and field offsets.
@@ -36,6 +39,7 @@ const (
 	nrOffSeq   = 16
 	nrOffType  = 24
 	nrOffFlags = 25
+	nrOffNonce = 26 // 6 bytes
 	nrOffSlot  = 32
 	nrOffEntry = 40
 	nrOffBsum  = 48
@@ -100,6 +104,10 @@ type nativeLogRec struct {
 	seq   uint64
 	typ   uint8 // recPut, recEmpty, recGrow or recLink
 	flags uint8 // recEndGroup
+	// nonce is the write session's random 48-bit number (revision 2), the
+	// same in every record of the session; 0 in revision 1. A log ends at
+	// a record of another session, stale in a page this one reused.
+	nonce uint64
 	slot  uint64
 	entry uint64
 	bsum  uint64
@@ -118,6 +126,7 @@ func (r *nativeLogRec) encode(b []byte) {
 	le.PutUint64(b[nrOffSeq:], r.seq)
 	b[nrOffType] = r.typ
 	b[nrOffFlags] = r.flags
+	putUint48(b[nrOffNonce:], r.nonce)
 	le.PutUint64(b[nrOffSlot:], r.slot)
 	le.PutUint64(b[nrOffEntry:], r.entry)
 	le.PutUint64(b[nrOffBsum:], r.bsum)
@@ -141,7 +150,7 @@ func decodeNativeLogRec(path string, b []byte, off int64) (nativeLogRec, error) 
 		return r, corrupt(path, "log", off, "record checksum mismatch")
 	}
 	r = nativeLogRec{epoch: le.Uint64(b[nrOffEpoch:]), seq: le.Uint64(b[nrOffSeq:]),
-		typ: b[nrOffType], flags: b[nrOffFlags], slot: le.Uint64(b[nrOffSlot:]),
+		typ: b[nrOffType], flags: b[nrOffFlags], nonce: uint48(b[nrOffNonce:]), slot: le.Uint64(b[nrOffSlot:]),
 		entry: le.Uint64(b[nrOffEntry:]), bsum: le.Uint64(b[nrOffBsum:]),
 		dObj: int32(le.Uint32(b[nrOffDObj:])), dKeys: int32(le.Uint32(b[nrOffDKeys:]))}
 	if msg := r.invalid(b); msg != "" {
@@ -152,7 +161,7 @@ func decodeNativeLogRec(path string, b []byte, off int64) (nativeLogRec, error) 
 
 // invalid checks a record's fields by its type; "" when they are sound.
 func (r *nativeLogRec) invalid(b []byte) string {
-	if r.flags&^recEndGroup != 0 || !allZero(b[26:32]) {
+	if r.flags&^recEndGroup != 0 {
 		return "reserved bits are not zero"
 	}
 	if r.seq == 0 || r.epoch == 0 {
@@ -188,4 +197,35 @@ func (r *nativeLogRec) invalid(b []byte) string {
 // record had seq prev (the meta's seq before the first record).
 func nativeLogFollows(r *nativeLogRec, epoch, prev uint64) bool {
 	return r.epoch == epoch && r.seq == prev+1
+}
+
+// nativeNonceMask keeps the 48 bits of a session nonce.
+const nativeNonceMask = 1<<48 - 1
+
+// putUint48 writes the low 48 bits of v into b[:6], little-endian.
+func putUint48(b []byte, v uint64) {
+	le.PutUint32(b, uint32(v))
+	le.PutUint16(b[4:], uint16(v>>32))
+}
+
+// uint48 reads what putUint48 writes.
+func uint48(b []byte) uint64 { return uint64(le.Uint32(b)) | uint64(le.Uint16(b[4:]))<<32 }
+
+// newNativeNonce draws a write session's nonce: 48 random bits, not 0.
+func newNativeNonce() uint64 {
+	for {
+		if n := rand.Uint64() & nativeNonceMask; n != 0 {
+			return n
+		}
+	}
+}
+
+// nativeSessionOf reports whether r belongs to the write session whose
+// nonce is nonce, in a file of revision rev: in revision 1 every record
+// has nonce 0; later, a session's nonce is never 0.
+func nativeSessionOf(r *nativeLogRec, rev uint32, nonce uint64) bool {
+	if rev < nativeRevisionSessions {
+		return r.nonce == 0
+	}
+	return r.nonce != 0 && r.nonce == nonce
 }

@@ -159,7 +159,7 @@ func TestNativeOpenDamagedSuper(t *testing.T) {
 		{"short", img[:nativeBase-1], ErrNotDETS},
 		{"version word only", img[:20], ErrNotDETS},
 		{"checksum", func() []byte { b := bytes.Clone(img); b[nsOffFileID] ^= 1; return b }(), ErrNotDETS},
-		{"revision 2", resealed(func(b []byte) { b[nsOffRevision] = 2 }), ErrUnsupportedVersion},
+		{"revision 3", resealed(func(b []byte) { b[nsOffRevision] = 3 }), ErrUnsupportedVersion},
 		{"kind 5", resealed(func(b []byte) { b[nsOffKind] = 5 }), ErrBadTypeCode},
 		{"key hash 3", resealed(func(b []byte) { b[nsOffKeyHash] = 3 }), ErrBadHashMethod},
 		{"key position 0", resealed(func(b []byte) { b[nsOffKeyPos] = 0 }), ErrCorrupt},
@@ -185,8 +185,8 @@ func TestNativeOpenDamagedSuper(t *testing.T) {
 	must(t, os.WriteFile(path, cases[3].data, 0o644))
 	_, err := Open(path, Options{})
 	var re *NativeRevisionError
-	if !errors.As(err, &re) || re.Revision != 2 || re.Path != path {
-		t.Fatalf("revision 2: %v", err)
+	if !errors.As(err, &re) || re.Revision != 3 || re.Path != path {
+		t.Fatalf("revision 3: %v", err)
 	}
 }
 

@@ -68,7 +68,7 @@ func (t *Table) nativeRecover() error {
 		}
 		return b, nil
 	}
-	lg, err := readNativeLog(t.path, read, s.fileID, m.gen, m.seq, s.base, size)
+	lg, err := readNativeLog(t.path, read, s.revision, s.fileID, m.gen, m.seq, s.base, size)
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (t *Table) nativeRecover() error {
 			ioFail = t.ioErr("bucket", int64(off), err)
 			return false
 		}
-		return verifyNativePut(t.path, r, bucket, t.keyPos, a) == nil
+		return verifyNativePut(t.path, s.revision, r, bucket, t.keyPos, a) == nil
 	}
 	n := nativeReplayLength(lg.recs, verify)
 	switch {

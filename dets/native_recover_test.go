@@ -166,7 +166,7 @@ func nativeTestLog(t *testing.T, img []byte) (nativeLog, []uint64, nativeMeta) {
 	must(t, err)
 	m := nativeCurrentMeta(t, img)
 	read := func(off uint64, n int) ([]byte, error) { return img[off : off+uint64(n)], nil }
-	lg, err := readNativeLog("", read, s.fileID, m.gen, m.seq, s.base, uint64(len(img)))
+	lg, err := readNativeLog("", read, s.revision, s.fileID, m.gen, m.seq, s.base, uint64(len(img)))
 	must(t, err)
 	offs := make([]uint64, len(lg.recs))
 	for i := range offs {

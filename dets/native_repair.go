@@ -181,7 +181,7 @@ func (p *repairPlan) nativeReplay() {
 		}
 		return p.data[off : off+uint64(n)], nil
 	}
-	lg, err := readNativeLog(p.path, read, s.fileID, m.gen, m.seq, s.base, size)
+	lg, err := readNativeLog(p.path, read, s.revision, s.fileID, m.gen, m.seq, s.base, size)
 	if err != nil || len(lg.recs) == 0 {
 		return
 	}
@@ -198,7 +198,7 @@ func (p *repairPlan) nativeReplay() {
 		}
 		b := p.data[e.off() : e.off()+e.room()]
 		h, err := walkNativeBucket(p.path, b, int64(e.off()), e.room(), p.keyPos, nil)
-		return err == nil && h.seq == r.seq && uint64(h.slot) == r.slot && h.headerSum() == r.bsum
+		return err == nil && h.seq == r.seq && uint64(h.slot) == r.slot && nativeBucketSum(s.revision, b[:h.size]) == r.bsum
 	}
 	n := nativeReplayLength(lg.recs, verify)
 	// Group by group, so that a record that contradicts the state (a

@@ -16,8 +16,14 @@ import (
 // holds; the table is left open.
 func fillNative(t *testing.T, path string, kind Kind, rng *rand.Rand, keys int64, ops int) (*Table, *mdl.Model) {
 	t.Helper()
-	tab := openT(t, path, Options{Kind: kind, Format: Native})
-	m := newModel(kind)
+	return fillNativeOpts(t, path, Options{Kind: kind, Format: Native}, rng, keys, ops)
+}
+
+// fillNativeOpts is fillNative with the table opened with opts.
+func fillNativeOpts(t *testing.T, path string, opts Options, rng *rand.Rand, keys int64, ops int) (*Table, *mdl.Model) {
+	t.Helper()
+	tab := openT(t, path, opts)
+	m := newModel(opts.Kind)
 	for range ops {
 		key := rng.Int63n(keys)
 		switch r := rng.Intn(10); {

@@ -20,12 +20,16 @@ type nativeLog struct {
 }
 
 // readNativeLog reads the log of epoch gen, which follows a meta whose seq
-// is metaSeq, in a file with fileID whose buddy area is [base, size).
+// is metaSeq, in a file of revision rev with fileID whose buddy area is
+// [base, size). The log is one write session's: its first record's nonce
+// is the session's, and a record of another session (stale, in a page or
+// block the session reused) ends it.
 // read returns n bytes at off, or an error for a read that failed (an
 // I/O error, not damage: damage ends the log). A log whose head page does
 // not pass is empty: the file was closed properly (§11.1).
-func readNativeLog(path string, read func(off uint64, n int) ([]byte, error), fileID, gen, metaSeq, base, size uint64) (nativeLog, error) {
+func readNativeLog(path string, read func(off uint64, n int) ([]byte, error), rev uint32, fileID, gen, metaSeq, base, size uint64) (nativeLog, error) {
 	var lg nativeLog
+	var nonce uint64 // the session's, from its first record
 	page, slots := nativeLogHead(gen), nativeHeadRecords
 	prev, index := metaSeq, uint64(0)
 	lastGroupEnd := 0 // len(recs) after the last record that ended a group
@@ -43,6 +47,12 @@ func readNativeLog(path string, read func(off uint64, n int) ([]byte, error), fi
 			at := nativeLogHeader + i*nativeLogRecord
 			r, err := decodeNativeLogRec(path, b[at:], int64(page)+int64(at))
 			if err != nil || !nativeLogFollows(&r, gen, prev) || (r.typ == recLink) != (i == slots-1) {
+				break
+			}
+			if prev == metaSeq {
+				nonce = r.nonce
+			}
+			if !nativeSessionOf(&r, rev, nonce) {
 				break
 			}
 			prev = r.seq
@@ -226,7 +236,7 @@ func (a *nativeAlloc) containedInFree(off uint64, k int) bool {
 // bucket b read at the PUT's entry has the header the record binds (bsum,
 // seq, slot), sound objects that hash to its slot, and it lies in space
 // that meta g's free record, loaded as a, left free or quarantined.
-func verifyNativePut(path string, r *nativeLogRec, b []byte, keyPos int, a *nativeAlloc) error {
+func verifyNativePut(path string, rev uint32, r *nativeLogRec, b []byte, keyPos int, a *nativeAlloc) error {
 	e := nativeEntry(r.entry)
 	off := int64(e.off())
 	if !a.available(e) {
@@ -236,7 +246,7 @@ func verifyNativePut(path string, r *nativeLogRec, b []byte, keyPos int, a *nati
 	if err != nil {
 		return err
 	}
-	if h.seq != r.seq || uint64(h.slot) != r.slot || h.headerSum() != r.bsum {
+	if h.seq != r.seq || uint64(h.slot) != r.slot || nativeBucketSum(rev, b[:h.size]) != r.bsum {
 		return corrupt(path, "bucket", off, "not the bucket of record seq %d (seq %d, slot %d)", r.seq, h.seq, h.slot)
 	}
 	return nil

@@ -18,6 +18,7 @@ type testLog struct {
 	seq          uint64
 	page, index  uint64
 	slot, slots  int
+	nonce        uint64   // the writing session's
 	blocks       []uint64 // free blocks the writer links to, in order
 	writtenBlock []uint64
 }
@@ -26,7 +27,7 @@ const testLogBase = nativeBase
 
 func newTestLog(gen, metaSeq uint64, nBlocks int) *testLog {
 	l := &testLog{img: make([]byte, testLogBase+nativeLogBlockSize*(nBlocks+1)), fileID: 77, gen: gen, seq: metaSeq,
-		page: nativeLogHead(gen), slots: nativeHeadRecords}
+		page: nativeLogHead(gen), slots: nativeHeadRecords, nonce: 0x5e5510}
 	for i := range nBlocks {
 		l.blocks = append(l.blocks, testLogBase+nativeLogBlockSize*uint64(i+1))
 	}
@@ -52,7 +53,7 @@ func (l *testLog) put(r nativeLogRec) {
 
 func (l *testLog) write(r nativeLogRec) {
 	l.seq++
-	r.epoch, r.seq = l.gen, l.seq
+	r.epoch, r.seq, r.nonce = l.gen, l.seq, l.nonce
 	r.encode(l.img[l.recOff():])
 	l.slot++
 }
@@ -70,7 +71,7 @@ func (l *testLog) read(off uint64, n int) ([]byte, error) {
 
 func (l *testLog) readLog(t *testing.T, metaSeq uint64) nativeLog {
 	t.Helper()
-	lg, err := readNativeLog("f", l.read, l.fileID, l.gen, metaSeq, testLogBase, uint64(len(l.img)))
+	lg, err := readNativeLog("f", l.read, nativeRevision, l.fileID, l.gen, metaSeq, testLogBase, uint64(len(l.img)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,11 +320,12 @@ func TestNativeVerifyPut(t *testing.T) {
 		h := nativeBucketHead{seq: seq, slot: slot, level: 9, size: uint64(32 + len(body))}
 		bb := make([]byte, 32)
 		h.encode(bb)
-		return append(bb, body...), h.headerSum()
+		bb = append(bb, body...)
+		return bb, nativeBucketSum(nativeRevision, bb)
 	}
 	good, sum := bucket(50, slot, obj)
 	put := nativeLogRec{epoch: 1, seq: 50, typ: recPut, slot: uint64(slot), entry: uint64(e1), bsum: sum}
-	if err := verifyNativePut("f", &put, good, 1, b); err != nil {
+	if err := verifyNativePut("f", nativeRevision, &put, good, 1, b); err != nil {
 		t.Fatalf("the record's own bucket: %v", err)
 	}
 	other, otherSum := bucket(49, slot, obj) // an older version of the slot
@@ -340,7 +342,7 @@ func TestNativeVerifyPut(t *testing.T) {
 		"in a live cell":       {func() nativeLogRec { r := put; r.entry = uint64(e5); return r }(), good},
 		"bucket past its cell": {func() nativeLogRec { r := put; r.entry = uint64(nativeCellEntry(e1.off(), 1)); return r }(), good},
 	} {
-		if err := verifyNativePut("f", &c.r, c.b, 1, b); !errors.Is(err, ErrCorrupt) {
+		if err := verifyNativePut("f", nativeRevision, &c.r, c.b, 1, b); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

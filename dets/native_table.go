@@ -39,6 +39,10 @@ type nativeState struct {
 	dirty   map[uint64]struct{}
 	alloc   *nativeAlloc // loaded from the free record at the first write
 	seq     uint64       // the last sequence number issued
+	// nonce marks this write session's log records (revision 2, §10.2):
+	// drawn at the first record, so that a session that starts from the
+	// same meta as one lost to a power loss never continues its log.
+	nonce uint64
 
 	// The epoch's log: the page or block being filled and its next record.
 	logPage   uint64
@@ -113,6 +117,9 @@ func (t *Table) createNative(opts *Options) error {
 		return err
 	}
 	s := newNativeSuper(t.kind, t.keyPos, lo, hi, le.Uint64(id[:]))
+	if r := t.tune.nativeRevision; r != 0 {
+		s.revision = r
+	}
 	img, _, err := nativeEmptyImage(&s)
 	if err != nil {
 		return err
@@ -460,7 +467,7 @@ func (t *Table) nativeWriteSlot(slot uint64, old slotEntry, gs []group) error {
 		if ne, err = t.writeNativeBucket(slot, gs, nat.seq+1); err != nil {
 			return err
 		}
-		rec.typ, rec.entry, rec.bsum = recPut, uint64(ne), le.Uint64(t.wbuf)
+		rec.typ, rec.entry, rec.bsum = recPut, uint64(ne), nativeBucketSum(nat.super.revision, t.wbuf)
 	}
 	if err := t.appendLog(&rec); err != nil {
 		return err
@@ -494,7 +501,7 @@ func (t *Table) nativeWriteSlot(slot uint64, old slotEntry, gs []group) error {
 
 // writeNativeBucket writes the bucket of slot that holds gs, with seq,
 // into a new cell or block and returns its entry; the bucket's bytes stay
-// in t.wbuf (their first word is the log record's bsum).
+// in t.wbuf (for the log record's bsum).
 func (t *Table) writeNativeBucket(slot uint64, gs []group, seq uint64) (nativeEntry, error) {
 	size, _ := nativeBucketSize(gs)
 	ne, err := t.nat.alloc.alloc(size)
@@ -563,8 +570,11 @@ func (t *Table) logRoom() error {
 // header when it is the page's first.
 func (t *Table) writeRec(r *nativeLogRec) error {
 	nat := t.nat
+	if nat.nonce == 0 && nat.super.revision >= nativeRevisionSessions {
+		nat.nonce = newNativeNonce()
+	}
 	nat.seq++
-	r.seq = nat.seq
+	r.seq, r.nonce = nat.seq, nat.nonce
 	b := nat.recBuf[:]
 	at := nat.logPage + nativeLogHeader + uint64(nat.logIdx)*nativeLogRecord
 	w := b[nativeLogHeader:]

@@ -183,7 +183,7 @@ func verifyNativeBucketAt(path string, data []byte, r *nativeLogRec, e nativeEnt
 	if err != nil {
 		return h, err
 	}
-	if h.seq != r.seq || uint64(h.slot) != r.slot || h.headerSum() != r.bsum {
+	if h.seq != r.seq || uint64(h.slot) != r.slot || nativeBucketSum(nativeRevision, data[off:off+h.size]) != r.bsum {
 		return h, fmt.Errorf("bucket %+v does not match its record %+v", h, r)
 	}
 	return h, nil
@@ -293,7 +293,7 @@ func imageLog(t *testing.T, path string, img []byte, nat *nativeState) nativeLog
 		}
 		return img[off : off+uint64(k)], nil
 	}
-	lg, err := readNativeLog(path, read, nat.super.fileID, nat.meta.gen, nat.meta.seq, nat.super.base, uint64(len(img)))
+	lg, err := readNativeLog(path, read, nat.super.revision, nat.super.fileID, nat.meta.gen, nat.meta.seq, nat.super.base, uint64(len(img)))
 	must(t, err)
 	return lg
 }

@@ -72,6 +72,10 @@ type tuning struct {
 	// hashing one-object buckets in place (grow.go); only tests set it,
 	// to compare the two paths.
 	noSplitInPlace bool
+	// nativeRevision, when not 0, is the revision a new native file gets
+	// instead of the current one; only tests set it, to write revision 1
+	// files and show that they still open, recover and repair.
+	nativeRevision uint32
 
 	// Test hooks, nil in production: they count what leaves no trace in
 	// the file.

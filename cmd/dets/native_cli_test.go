@@ -35,7 +35,7 @@ func TestInfoNative(t *testing.T) {
 	before := fileHash(t, path)
 	r := must(t, "info", path)
 	for _, re := range []string{
-		`format:\s+native \(revision 1\), checksums xxhash64, key hash farm64`,
+		`format:\s+native \(revision 2\), checksums xxhash64, key hash farm64`,
 		`meta:\s+B gen 2 \(current\), A gen 1 \(valid\)`,
 		`log:\s+empty: closed properly`,
 		`verified:\s+never by a repair`,
