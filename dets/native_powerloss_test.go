@@ -2,6 +2,7 @@ package dets
 
 import (
 	"bytes"
+	"math"
 	"math/rand"
 	"os"
 	"testing"
@@ -183,5 +184,19 @@ func TestNativeRevision1Files(t *testing.T) {
 	checkModel(t, rp, m, 300)
 	if rp.nat.super.revision != nativeRevision {
 		t.Fatalf("the repair wrote revision %d", rp.nat.super.revision)
+	}
+}
+
+// TestMemLen: a length a file gives becomes an int only where it fits,
+// so a 32-bit build refuses a crafted one instead of panicking.
+func TestMemLen(t *testing.T) {
+	if n, ok := memLen(12345); !ok || n != 12345 {
+		t.Fatalf("memLen(12345) = %d, %v", n, ok)
+	}
+	if _, ok := memLen(uint64(math.MaxInt) + 1); ok {
+		t.Fatalf("memLen took %d", uint64(math.MaxInt)+1)
+	}
+	if n, ok := memLen(math.MaxInt); !ok || n != math.MaxInt {
+		t.Fatalf("memLen(MaxInt) = %d, %v", n, ok)
 	}
 }

@@ -74,7 +74,11 @@ func (t *Table) nativeRecover() error {
 	}
 
 	// The allocator of meta g, which every write of the epoch drew from.
-	fb := make([]byte, m.freeLen)
+	fl, ok := memLen(m.freeLen)
+	if !ok {
+		return corrupt(t.path, "meta", t.nat.metaOff, "a free record of %d bytes, more than this platform can hold", m.freeLen)
+	}
+	fb := make([]byte, fl)
 	if err := readFull(t.f, fb, int64(m.freeOff)); err != nil {
 		return t.ioErr("freelist", int64(m.freeOff), err)
 	}
@@ -101,7 +105,11 @@ func (t *Table) nativeRecover() error {
 		if off >= size {
 			return false // the bucket never reached the file
 		}
-		bucket = slices.Grow(bucket[:0], int(e.room()))[:min(e.room(), size-off)]
+		n, ok := memLen(min(e.room(), size-off)) // what of it the file holds
+		if !ok {
+			return false
+		}
+		bucket = slices.Grow(bucket[:0], n)[:n]
 		if err := readFull(t.f, bucket, int64(off)); err != nil {
 			ioFail = t.ioErr("bucket", int64(off), err)
 			return false
@@ -225,11 +233,10 @@ func (t *Table) nativeRecover() error {
 }
 
 // nativeRecoverFallback is where recovery gives way to the full repair
-// (§11.3). Native files have no full repair in this build (step 7), so
-// the open is refused with the cause; the file has not been written.
+// (§11.3): the open catches the error (errNativeFallback) and repairs;
+// the file has not been written.
 func (t *Table) nativeRecoverFallback(cause error) error {
-	return fmt.Errorf("%w: %s: %w: it needs the full repair, which native files do not have yet: %w",
-		ErrNotSupported, t.path, errNativeFallback, cause)
+	return fmt.Errorf("%s: %w, so the full repair runs instead: %w", t.path, errNativeFallback, cause)
 }
 
 // nativeRecoverState is what a native table keeps for recovery.

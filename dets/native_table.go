@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -317,7 +318,11 @@ func (t *Table) nativeBeginWrite() error {
 		return nil
 	}
 	m := &nat.meta
-	b := make([]byte, m.freeLen)
+	n, ok := memLen(m.freeLen)
+	if !ok {
+		return corrupt(t.path, "meta", nat.metaOff, "a free record of %d bytes, more than this platform can hold", m.freeLen)
+	}
+	b := make([]byte, n)
 	if err := readFull(t.f, b, int64(m.freeOff)); err != nil {
 		return t.ioErr("freelist", int64(m.freeOff), err)
 	}
@@ -476,22 +481,24 @@ func (t *Table) nativeWriteSlot(slot uint64, old slotEntry, gs []group) error {
 	// the epoch's log names it, in a record this one supersedes, and its
 	// cell is free at once (§7.3), so a session that rewrites its buckets
 	// does not grow the file by a copy of each.
+	// The log names the write now: a failure from here on leaves memory
+	// behind the file, and the table must stop (errInconsistent).
 	switch {
 	case old.size == 0:
 	case oldFresh:
 		if err := nat.alloc.reuse(nativeEntry(t.wordOf(old))); err != nil {
-			return err
+			return fmt.Errorf("%w: %w", errInconsistent, err)
 		}
 	default:
 		if err := nat.alloc.release(nativeEntry(t.wordOf(old))); err != nil {
-			return err
+			return fmt.Errorf("%w: %w", errInconsistent, err)
 		}
 		nat.pendBytes += uint64(old.size)
 	}
 	nat.readPtr = -1
 	seg, err := t.segment(slot / slotsPerSeg)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errInconsistent, err)
 	}
 	seg[slot%slotsPerSeg] = slotWord(ne)
 	nat.dirty[slot/nativeSlotsPerSeg] = struct{}{}
@@ -809,4 +816,13 @@ func (t *Table) nativeGroups(b []byte, e slotEntry) ([]group, slotEntry, error) 
 		}
 	}
 	return gs, e, nil
+}
+
+// memLen is n as an int, or false where it is past what a slice on this
+// platform can hold (a 32-bit one, for a length a file gives).
+func memLen(n uint64) (int, bool) {
+	if n > math.MaxInt {
+		return 0, false
+	}
+	return int(n), true
 }
