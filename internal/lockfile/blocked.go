@@ -291,12 +291,22 @@ func (w *blockedWaiter) block(data string) {
 	} else {
 		_ = l.Unlock()
 	}
+	// Counted before it is forgotten: an attempt that met the lock held
+	// here and finds no waiter any more must see the count changed, or
+	// it answers ErrBusy against nobody (singleAttemptFailed).
+	abandonedReleases.Add(1)
 	blocked.Lock()
 	w.forget(data)
 	blocked.Unlock()
-	abandonedReleases.Add(1)
+	if f := afterAbandonedForget.Load(); f != nil {
+		(*f)()
+	}
 	close(w.released)
 }
+
+// afterAbandonedForget, nil but in tests, runs when an abandoned waiter
+// that gave its lock back is no longer known by its path.
+var afterAbandonedForget atomic.Pointer[func()]
 
 // abandonedReleases counts the locks abandoned waiters gave back. A single
 // attempt that failed reads it before and after: a change means the lock
