@@ -54,7 +54,7 @@ func TestInfoNative(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatalf("info --json: %v\n%s", err, r.stdout)
 	}
-	want := map[string]any{"revision": 1.0, "checksum": "xxhash64", "metaGen": 2.0, "fallbackGen": 1.0,
+	want := map[string]any{"revision": 2.0, "checksum": "xxhash64", "metaGen": 2.0, "fallbackGen": 1.0,
 		"fallbackValid": true, "logRecords": 0.0, "verifiedGen": 0.0}
 	if got.Format != "native" {
 		t.Errorf("info --json: format %q", got.Format)
