@@ -44,7 +44,11 @@ func (p *repairPlan) rawScan() error {
 		}
 		found = append(found, rawBucket{off: at, size: h.size, seq: h.seq, slot: h.slot, level: h.level})
 		nr.maxSeq = max(nr.maxSeq, h.seq)
-		at += (h.size+nativeCellAlign-1)/nativeCellAlign*nativeCellAlign - nativeCellAlign
+		// Past the records that pass, not past the whole size: the
+		// space of a stale bucket may hold newer buckets, whose headers
+		// the probe must still find.
+		end := p.rawIntact(at, h.size)
+		at += (end-at+nativeCellAlign-1)/nativeCellAlign*nativeCellAlign - nativeCellAlign
 	}
 	auth := make(map[uint64]authority, len(found))
 	var levels []uint8
@@ -100,15 +104,29 @@ func (p *repairPlan) rawScan() error {
 		}
 		return out, speaks
 	}
+	// reused reports whether a newer bucket lies inside the one at i: its
+	// space was freed and written again, so it is stale.
+	reused := func(i int) bool {
+		f := found[i]
+		for _, g := range found[i+1:] {
+			if g.off >= f.off+f.size {
+				break
+			}
+			if g.seq > f.seq {
+				return true
+			}
+		}
+		return false
+	}
 	prevEnd := base
-	for _, f := range found {
+	for i, f := range found {
 		if err := p.rawStretch(prevEnd, f.off, outranked); err != nil {
 			return err
 		}
-		prevEnd = f.off + f.size
+		prevEnd = max(prevEnd, f.off+f.size) // a bucket inside another ends no stretch
 		w := recordWalk{path: p.path, keyPos: p.keyPos, exact: true}
 		mask := uint64(1)<<f.level - 1
-		stale := superseded(f)
+		stale := superseded(f) || reused(i)
 		err := w.walk(p.data[f.off:f.off+f.size], f.off, func(etfOff uint64, n int, h uint64) error {
 			if !nr.rawSlot(h) {
 				return nil
@@ -134,6 +152,23 @@ func (p *repairPlan) rawScan() error {
 		}
 	}
 	return p.rawStretch(prevEnd, size, outranked)
+}
+
+// rawIntact is the end of the object records of the bucket at off
+// (size bytes) that follow its header and pass their checksums, up to the
+// first that fails. A newer bucket written into the space of a stale one
+// lies past that end: its bytes fail the stale record they land on.
+func (p *repairPlan) rawIntact(off, size uint64) uint64 {
+	b := p.data[off : off+size]
+	pos := nativeBucketHeader
+	for pos < len(b) {
+		_, n, err := decodeNativeObject(p.path, b[pos:], int64(off)+int64(pos))
+		if err != nil {
+			break
+		}
+		pos += n
+	}
+	return off + uint64(pos)
 }
 
 // rawStretch indexes the object records found by their checksums in
