@@ -45,7 +45,8 @@ const nativeRecoverSeqGap = 1 << 32
 
 // errNativeFallback marks a recovery that must give way to the full
 // repair (§11.3): the log names space the checkpoint did not leave free,
-// or contradicts the state, or the free record or a segment fails.
+// or contradicts the state, or the free record, a part or a segment
+// fails.
 var errNativeFallback = errors.New("recovery from the log is not possible")
 
 // nativeRecover is §11.2 on the table loadNative has just set up from meta
@@ -191,6 +192,16 @@ func (t *Table) nativeRecover() error {
 			if err := a.release(old); err != nil {
 				return fallback(err)
 			}
+		}
+	}
+	// The checkpoint encodes a part that replayed growth appended
+	// segments to from all its children, so it reads that part if it is
+	// on disk and nothing above read it (every written slot below next
+	// may lie in other parts). Read it here, where a part that fails
+	// still gives way to the full repair.
+	if p := m.next / nativeSlotsPerPart; rs.next > m.next && p < uint64(len(nat.parts)) {
+		if err := t.nativeLoadPart(p); err != nil {
+			return fallback(err)
 		}
 	}
 	// Only now, with every check passed, the in-memory state changes:
