@@ -249,7 +249,12 @@ func (c *checker) checkDisk() {
 	if h != mem {
 		c.add("header", 0, "on-disk header differs from the table state")
 	}
-	area := make([]byte, size-trailerSize-int64(h.freelistsPtr))
+	n, ok := freeListArea(size, int64(h.freelistsPtr))
+	if !ok {
+		c.add("freelist", int64(h.freelistsPtr), "%d bytes of free lists after %d bytes of data", size-trailerSize-int64(h.freelistsPtr), h.freelistsPtr)
+		return
+	}
+	area := make([]byte, n)
 	if err := readFull(t.f, area, int64(h.freelistsPtr)); err != nil {
 		c.add("freelist", int64(h.freelistsPtr), "reading: %v", err)
 		return

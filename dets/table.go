@@ -323,16 +323,39 @@ func (t *Table) load(opts *Options, size int64) (*repairRequest, error) {
 	return nil, nil
 }
 
+// maxFreeListArea bounds the free lists an open reads: a table of 2 GiB
+// has at most 2^26 free blocks that do not merge (half of its smallest
+// blocks), 256 MiB of addresses.
+const maxFreeListArea = 256 << 20
+
+// freeListArea is the length of a closed file's free-list area, from flp
+// to the trailer, or false where no table could have written one that
+// long: more than the addresses of the free blocks of flp bytes of data
+// take (one 16-byte record an address at most), or than maxFreeListArea.
+// So a hostile file (a sparse one, say) cannot make an open allocate and
+// read gigabytes, nor, on a 32-bit build, panic on the length.
+func freeListArea(size, flp int64) (int, bool) {
+	n := size - trailerSize - flp
+	if n < 0 || n > maxFreeListArea || n > flp+maxFreeRecord {
+		return 0, false
+	}
+	return int(n), true
+}
+
 // loadFreeLists parses the free lists of a closed file into t.bud. A
 // malformed list is returned as a *CorruptionError (the caller turns it into
 // a repair decision, as OTP does).
 func (t *Table) loadFreeLists(size int64) error {
 	flp := int64(t.h.freelistsPtr)
+	n, ok := freeListArea(size, flp)
+	if !ok {
+		return corrupt(t.path, "freelist", flp, "%d bytes of free lists after %d bytes of data", size-trailerSize-flp, flp)
+	}
 	var area []byte
 	if int64(len(t.tail)) == size-flp {
 		area = t.tail[:len(t.tail)-trailerSize]
 	} else {
-		area = make([]byte, size-trailerSize-flp)
+		area = make([]byte, n)
 		if err := readFull(t.f, area, flp); err != nil {
 			return err
 		}
