@@ -51,9 +51,11 @@ func nextForKeys(nkeys int64, minSlots, maxSlots uint64) uint64 {
 // set the last object of a key wins, for a bag the last of identical
 // objects decides its position, as in Insert). Only one slot's objects are
 // held in memory at a time, so src may stream from disk (a repair sorts
-// objects by slot with an external sort). An error from src, or a slot out
-// of order, stops the build and is returned; the file is then left marked
-// not closed.
+// objects by slot with an external sort). An error from src, a slot out
+// of order or a failed write stops the build and is returned; the file is
+// then left marked not closed, and the error marks the table inconsistent
+// (errInconsistent): the old content is gone and the counts run ahead of
+// the buckets written, so the table must not be saved as closed.
 //
 // t needs f, path, kind and keyPos set; the rest of its state is rebuilt.
 func (t *Table) build(p bulkParams, src iter.Seq2[bulkObject, error]) error {
@@ -64,6 +66,14 @@ func (t *Table) build(p bulkParams, src iter.Seq2[bulkObject, error]) error {
 	if err := t.initLayout(p.minSlots, p.maxSlots, p.next); err != nil {
 		return err
 	}
+	if err := t.buildSlots(p, src); err != nil {
+		return fmt.Errorf("%w: %w", errInconsistent, err)
+	}
+	return t.save(true)
+}
+
+// buildSlots is build's writing of the buckets, after its new layout.
+func (t *Table) buildSlots(p bulkParams, src iter.Seq2[bulkObject, error]) error {
 	var gs []group
 	cur := uint64(0)
 	have := false
@@ -97,10 +107,7 @@ func (t *Table) build(p bulkParams, src iter.Seq2[bulkObject, error]) error {
 		t.h.noKeys += uint64(dk)
 		t.h.noObjects += uint64(do)
 	}
-	if err := flush(); err != nil {
-		return err
-	}
-	return t.save(true)
+	return flush()
 }
 
 // InitTable replaces the whole content of the table with the objects of
