@@ -517,6 +517,36 @@ func findGroup(gs []group, k *keyArg, keyPos int) (int, bool) {
 	return lo, lo < len(gs) && cmpGroupKey(&gs[lo], k, keyPos) == 0
 }
 
+// keepStored reports whether a set keeps its stored object old instead of
+// o: as OTP's dets does when the two are the same term (=:=) in another
+// encoding. Only a -0.0 against a 0.0 (equal in OTP 25) makes the choice
+// show, so the terms are compared only when the bytes differ and one of
+// them holds a -0.0 (or holds something the raw walk leaves to decoding).
+func keepStored(old, o *object) bool {
+	if len(old.enc) < 2 || len(o.enc) < 2 || bytes.Equal(old.enc, o.enc) {
+		return false
+	}
+	// Where neither holds the bytes of a -0.0 the terms differ (a quick
+	// test: the overwrite is a hot path); those bytes inside a binary only
+	// cost the exact comparison.
+	if !mayHoldNegZero(old.enc) && !mayHoldNegZero(o.enc) {
+		return false
+	}
+	return sameObject(old, o)
+}
+
+// The encodings of -0.0: NEW_FLOAT_EXT (70) and its eight bytes, and the
+// start of FLOAT_EXT (99) text.
+var (
+	negZeroNew  = []byte{70, 0x80, 0, 0, 0, 0, 0, 0, 0}
+	negZeroText = []byte("c-0.")
+)
+
+// mayHoldNegZero reports whether enc has the bytes of a -0.0 anywhere.
+func mayHoldNegZero(enc []byte) bool {
+	return bytes.Contains(enc, negZeroNew) || bytes.Contains(enc, negZeroText)
+}
+
 // sameObject reports whether two stored objects are the same term (=:=).
 func sameObject(a, b *object) bool {
 	if bytes.Equal(a.enc, b.enc) {
@@ -566,6 +596,9 @@ func applyInsertSlab(kind Kind, gs []group, k etf.Term, o object, keyPos int, sl
 	switch kind {
 	case Set:
 		if len(g.objs) == 1 {
+			if keepStored(&g.objs[0], &o) {
+				return gs, 0, 0
+			}
 			g.objs[0] = o
 		} else {
 			g.objs = []object{o}
