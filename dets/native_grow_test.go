@@ -260,16 +260,7 @@ func TestNativePartsReadAtFirstUse(t *testing.T) {
 	for i := range n {
 		must(t, tab.Insert(tup(etf.Int(int64(i)), bin("v"))))
 	}
-	grow := func() {
-		tab.mu.Lock()
-		err := tab.nativeBeginWrite() // what a write's begin does: the allocator
-		if err == nil {
-			err = tab.nativeGrow()
-		}
-		tab.mu.Unlock()
-		must(t, err)
-	}
-	grow() // a second part, of one segment
+	nativeGrowStep(t, tab) // a second part, of one segment
 	must(t, tab.Close())
 
 	tab = openT(t, path, Options{})
@@ -278,7 +269,7 @@ func TestNativePartsReadAtFirstUse(t *testing.T) {
 			t.Fatalf("part %d was read at open", p)
 		}
 	}
-	grow() // splits segment 1 (part 0) and appends segment 257 to part 1, unread
+	nativeGrowStep(t, tab) // splits segment 1 (part 0) and appends segment 257 to part 1, unread
 	if tab.nat.segs[nativeSegsPerPart].off != 0 {
 		t.Fatal("the step read part 1; the test needs it unread")
 	}
@@ -460,4 +451,18 @@ func TestNativeCheckpointBudget(t *testing.T) {
 		}
 	}
 	must(t, tab.Close())
+}
+
+// nativeGrowStep runs one growth step of the native table tab directly,
+// after what a write's begin does (loading the allocator): reaching it
+// through the load rule takes a table of the step's size in keys.
+func nativeGrowStep(t *testing.T, tab *Table) {
+	t.Helper()
+	tab.mu.Lock()
+	err := tab.nativeBeginWrite()
+	if err == nil {
+		err = tab.nativeGrow()
+	}
+	tab.mu.Unlock()
+	must(t, err)
 }

@@ -28,20 +28,11 @@ func TestNativeRecoverDamagedGrownPart(t *testing.T) {
 	}
 	// The step is called directly: reaching it through the load rule
 	// takes 2^18 keys.
-	grow := func() {
-		tab.mu.Lock()
-		err := tab.nativeBeginWrite()
-		if err == nil {
-			err = tab.nativeGrow()
-		}
-		tab.mu.Unlock()
-		must(t, err)
-	}
-	grow() // a second part, of one segment
+	nativeGrowStep(t, tab) // a second part, of one segment
 	must(t, tab.Close())
 
 	tab = openT(t, path, Options{})
-	grow() // splits segment 1 (part 0) and appends segment 257 to part 1, unread
+	nativeGrowStep(t, tab) // splits segment 1 (part 0) and appends segment 257 to part 1, unread
 	if tab.nat.segs[nativeSegsPerPart].off != 0 {
 		t.Fatal("the step read part 1; the test needs it unread")
 	}
