@@ -2,10 +2,13 @@ package dets
 
 import (
 	"encoding/binary"
+	"errors"
 	"slices"
 
 	"github.com/cespare/xxhash/v2"
 	farm "github.com/dgryski/go-farm"
+
+	"github.com/godets/godets/etf"
 )
 
 // Native buckets (docs/format-native.md §6): a 32-byte header, then the
@@ -176,14 +179,23 @@ func uvarintLen(x uint64) int {
 // returns the key element's bytes, which are what the key hash covers
 // (§9), or a reason why enc is not sound.
 func nativeObjectKey(enc []byte, keyPos int) ([]byte, string) {
-	if err := validateStored(enc); err != nil {
-		return nil, "undecodable object: " + err.Error()
+	k, _, why := nativeObjectKeyDeep(enc, keyPos)
+	return k, why
+}
+
+// nativeObjectKeyDeep is nativeObjectKey that also returns, for a sound
+// object nested deeper than etf.MaxDepth, etf's error saying so (Check
+// lists such objects).
+func nativeObjectKeyDeep(enc []byte, keyPos int) (kenc []byte, deep error, why string) {
+	if err := etf.Validate(enc); errors.Is(err, etf.ErrTooDeep) {
+		deep = err
+	} else if err != nil {
+		return nil, nil, "undecodable object: " + err.Error()
 	}
-	k := keySpan(enc, keyPos)
-	if k == nil {
-		return nil, "not a tuple with a key element"
+	if kenc = keySpan(enc, keyPos); kenc == nil {
+		return nil, deep, "not a tuple with a key element"
 	}
-	return k, ""
+	return kenc, deep, ""
 }
 
 // nativeKeyHash is H of §9: farm Fingerprint64 of the key's canonical ETF

@@ -299,14 +299,9 @@ func (c *checker) nativeBucket(slot uint64, e nativeEntry, b []byte, gs []group)
 			pos = next
 			continue
 		}
-		// nativeObjectKey's test, noting a sound object too deep to
-		// decode (as Check does on otp9).
-		var kenc []byte
-		why := ""
-		if verr := etf.Validate(enc); verr != nil && !c.deep(recOff, false, verr) {
-			why = "undecodable object: " + verr.Error()
-		} else if kenc = keySpan(enc, t.keyPos); kenc == nil {
-			why = "not a tuple with a key element"
+		kenc, deep, why := nativeObjectKeyDeep(enc, t.keyPos)
+		if deep != nil {
+			c.deep(recOff, false, deep) // sound, too deep to decode: listed, as on otp9
 		}
 		if why == "" && !c.structural && nativeKeyHash(kenc)&mask != uint64(h.slot) {
 			why = fmt.Sprintf("key does not hash to slot %d", h.slot)
