@@ -53,6 +53,17 @@ func (t *Table) grow() error {
 		return err
 	}
 	if err := t.growAt(seg, partAddr, segAddr); err != nil {
+		if errors.Is(err, errInconsistent) {
+			return err
+		}
+		// growAt wrote nothing and gave its blocks back.
+		t.bud.freeBlock(segAddr, segmentSize)
+		if partAddr >= 0 {
+			t.bud.freeBlock(partAddr, partSize)
+		}
+		if errors.Is(err, ErrFileTooLarge) {
+			return err
+		}
 		return fmt.Errorf("%w: %w", errInconsistent, err)
 	}
 	return nil
@@ -78,6 +89,11 @@ var errInconsistent = errors.New("dets: table state left inconsistent")
 //
 // A bucket whose keys all move is not rewritten: the new slot takes over its
 // block. Within a phase, adjacent writes are merged.
+//
+// Every block is allocated before anything is written or the cached
+// segment changes: when one cannot be (a full file), growAt gives the
+// others back and returns the error unwrapped, and the table stays as it
+// was. An error once writing has begun wraps errInconsistent.
 func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 	m, n := t.h.m, t.h.n
 	oldSeg := n / slotsPerSeg
@@ -92,30 +108,38 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 	fresh := &sc.fresh
 	fresh.reset()
 	freed := sc.freed[:0] // at most a segment's worth, kept for reuse
+	grown := sc.grown[:0]
+	undo := func(err error) error {
+		for i := len(grown) - 1; i >= 0; i-- {
+			t.bud.freeBlock(grown[i].ptr, grown[i].size)
+		}
+		return err
+	}
+	work := *olds // the cache takes it once every block is allocated
 	oldChanged := false
 	single := t.splitHashesOf(olds, &sc.split)
 	for j := range slotsPerSeg {
-		e := t.entryOf(olds[j])
+		e := t.entryOf(work[j])
 		if e.size == 0 {
 			continue
 		}
 		if h, ok := single.hash(j); ok {
 			// One object: it stays, or its bucket moves whole.
 			if h&(2*m-1) >= m {
-				news[j], olds[j] = olds[j], 0
+				news[j], work[j] = work[j], 0
 				oldChanged = true
 			}
 			continue
 		}
 		gs, _, err := t.readRawInto(n+uint64(j), sc)
 		if err != nil {
-			return err
+			return undo(err)
 		}
 		keep, move := sc.keep[:0], sc.move[:0]
 		for k := range gs {
 			h, err := t.hashGroup(&gs[k])
 			if err != nil {
-				return err
+				return undo(err)
 			}
 			if h&(2*m-1) >= m {
 				move = append(move, gs[k])
@@ -128,19 +152,19 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		case len(move) == 0:
 			continue
 		case len(keep) == 0:
-			news[j], olds[j] = olds[j], 0
+			news[j], work[j] = work[j], 0
 			oldChanged = true
 			continue
 		}
 		size := t.encodedSize(move)
 		if size > 1<<31 {
-			return ErrFileTooLarge
+			return undo(ErrFileTooLarge)
 		}
 		ptr, err := t.bud.alloc(size)
 		if err != nil {
-			return fmt.Errorf("%w: %s", err, t.path)
+			return undo(fmt.Errorf("%w: %s", err, t.path))
 		}
-		t.h.counters[counterIndex(size)]++
+		grown = append(grown, slotEntry{size, ptr})
 		fresh.appendBucket(t, ptr, n+uint64(j)+m, move)
 		news[j] = t.wordOf(slotEntry{size, ptr})
 
@@ -149,16 +173,21 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		size = t.encodedSize(keep)
 		ptr, err = t.bud.alloc(size)
 		if err != nil {
-			return fmt.Errorf("%w: %s", err, t.path)
+			return undo(fmt.Errorf("%w: %s", err, t.path))
 		}
-		t.h.counters[counterIndex(size)]++
+		grown = append(grown, slotEntry{size, ptr})
 		fresh.appendBucket(t, ptr, n+uint64(j), keep)
-		olds[j] = t.wordOf(slotEntry{size, ptr})
+		work[j] = t.wordOf(slotEntry{size, ptr})
 		freed = append(freed, e)
 		oldChanged = true
 	}
 
-	sc.freed = freed
+	sc.freed, sc.grown = freed, grown
+	for _, g := range grown {
+		t.h.counters[counterIndex(g.size)]++
+	}
+	*olds = work
+	broken := func(err error) error { return fmt.Errorf("%w: %w", errInconsistent, err) }
 
 	// Phase 1: the new segment, and the part pointing to it when new.
 	fresh.add(segAddr, t.appendEntries(fresh.scratch(segmentSize), news))
@@ -174,7 +203,7 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		ptrOff = int64(t.parts[seg/segsPerPart]) + 4*int64(seg%segsPerPart)
 	}
 	if err := t.flush(fresh); err != nil {
-		return err
+		return broken(err)
 	}
 	var b [4]byte
 	if partAddr >= 0 {
@@ -184,19 +213,19 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		be.PutUint32(b[:], uint32(segAddr))
 	}
 	if err := t.writeAt(b[:], ptrOff); err != nil {
-		return err
+		return broken(err)
 	}
 	t.segs = append(t.segs, segAddr)
 	t.segCache = append(t.segCache, news)
 	if oldChanged {
 		var sb [segmentSize]byte
 		if err := t.writeAt(t.appendEntries(sb[:0], olds), t.segs[oldSeg]); err != nil {
-			return err
+			return broken(err)
 		}
 	}
 	for _, e := range freed {
 		if err := t.freeBucket(e); err != nil {
-			return err
+			return broken(err)
 		}
 	}
 	if n+slotsPerSeg == m {

@@ -110,6 +110,7 @@ type opScratch struct {
 	slots      []uint64
 	keep, move []group
 	freed      []slotEntry
+	grown      []slotEntry // growAt's new blocks, given back on failure
 	fresh      writeBatch
 	split      splitHashes // growAt's in-place key hashes
 }
