@@ -14,7 +14,12 @@ import (
 // times the slots (otp9: OTP's goal slots >= keys, reached eagerly here;
 // native: two keys a slot, docs/format-native.md §5.3) and the maximum
 // allows. Tables never shrink here, in either format, as OTP's do not.
+// While a traversal runs the table does not grow, as OTP's does not while
+// it is fixed; the first write after the last traversal ends catches up.
 func (t *Table) maybeGrow() error {
+	if t.fixed > 0 {
+		return nil // a split would move objects under a traversal (fixTraversal)
+	}
 	for t.h.noKeys > uint64(t.lay.keysPerSlot)*t.h.next && t.h.next < t.h.maxSlots {
 		grow := t.grow
 		if t.lay.tag == tagNative {
@@ -428,3 +433,20 @@ func (t *Table) flush(w *writeBatch) error {
 
 // keyHash returns the phash2 of a key.
 func keyHash(k etf.Term) uint64 { return uint64(hashTerm(k)) }
+
+// fixTraversal marks a traversal under way until unfixTraversal: growth
+// waits for it (maybeGrow), because a split moves objects from the slots
+// behind the traversal to slots ahead of it, where it would see them
+// again. OTP fixes a table for foldl, select and match the same way
+// (safe_fixtable), and does not grow a fixed table.
+func (t *Table) fixTraversal() {
+	t.mu.Lock()
+	t.fixed++
+	t.mu.Unlock()
+}
+
+func (t *Table) unfixTraversal() {
+	t.mu.Lock()
+	t.fixed--
+	t.mu.Unlock()
+}

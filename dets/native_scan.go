@@ -19,8 +19,8 @@ import (
 // A slot is read once: a window is collected once, and a stretch read
 // after a change looks at its slots' entries again, so a moved bucket is
 // read where it is now. As with otp9, an object that stays in the table
-// throughout is seen exactly once, or twice if the table grows meanwhile
-// (a split moves it to a slot of a later window).
+// throughout is seen exactly once: the table does not grow during a
+// traversal (fixTraversal).
 
 // nativeScanEnt is one collected slot entry.
 type nativeScanEnt struct {

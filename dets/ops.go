@@ -531,9 +531,14 @@ func (t *Table) slotObjects(slot uint64) ([]group, bool, error) {
 	return gs, true, err
 }
 
-// Keys iterates over the keys in First/Next order.
+// Keys iterates over the keys in First/Next order; each key that stays in
+// the table throughout is seen once, as with All.
 func (t *Table) Keys() iter.Seq2[etf.Term, error] {
 	return func(yield func(etf.Term, error) bool) {
+		if t != nil {
+			t.fixTraversal()
+			defer t.unfixTraversal()
+		}
 		for slot := uint64(0); ; slot++ {
 			gs, ok, err := t.slotObjects(slot)
 			if err != nil {

@@ -272,6 +272,10 @@ func holdsKey(enc []byte, keyPos int) bool {
 // a callback's would.
 func (t *Table) RawAll() iter.Seq2[[]byte, error] {
 	return func(yield func([]byte, error) bool) {
+		if t != nil {
+			t.fixTraversal()
+			defer t.unfixTraversal()
+		}
 		if t != nil && t.lay.tag == tagNative { // t.lay is fixed from the open on
 			t.nativeRawAll(yield)
 			return

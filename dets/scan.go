@@ -146,11 +146,17 @@ func (st *scanState) release() {
 // while a stretch of buckets is read, never while the loop body runs, so
 // the body may use the table. Objects added or removed during the loop may
 // or may not be seen; an object that stays in the table throughout is seen
-// exactly once, or twice if the table grows meanwhile (a slot split moves
-// it to a slot not yet visited), as with OTP first/next without
-// safe_fixtable. An error ends the iteration.
+// exactly once: the table does not grow until the loop ends (a split would
+// move objects to slots not yet visited), as OTP's foldl fixes its table.
+// An iteration ends when its loop does (break too); one held open, such as
+// an iter.Pull that is never stopped, keeps the table from growing. An
+// error ends the iteration.
 func (t *Table) All() iter.Seq2[etf.Term, error] {
 	return func(yield func(etf.Term, error) bool) {
+		if t != nil {
+			t.fixTraversal()
+			defer t.unfixTraversal()
+		}
 		if t != nil && t.lay.tag == tagNative { // t.lay is fixed from the open on
 			t.nativeAll(yield)
 			return

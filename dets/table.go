@@ -60,6 +60,7 @@ type Table struct {
 	small   [slotEntrySize]byte // scratch for slot entries and status words, under mu
 	touched byte                // touchBuckets' loads end here, so that they are not dropped
 	changes uint64              // writes of buckets and slot entries (see All)
+	fixed   int                 // traversals under way; growth waits for them (fixTraversal)
 	kbuf    []byte              // the encoding of the key of the operation under way
 	rbuf    []byte              // bucket read buffer, reused under mu
 	wbuf    []byte              // bucket write buffer, reused under mu

@@ -110,8 +110,8 @@ func (s *Set[K, V]) DeleteObject(key K, value V) error { return s.b.deleteObject
 //
 // The loop body may use and change the table, as with dets.Table.All:
 // objects inserted or deleted during the loop may or may not be seen, and
-// an object that stays in the table throughout is seen once, or twice if
-// the table grows meanwhile.
+// an object that stays in the table throughout is seen exactly once (the
+// table waits for the loop's end to grow).
 func (s *Set[K, V]) Rows() iter.Seq2[Row[K, V], error] { return s.b.rows() }
 
 // All returns an iterator over every key and value, in the table's
