@@ -3,7 +3,6 @@ package kinds
 import (
 	"fmt"
 	"math"
-	"reflect"
 	"unicode/utf8"
 
 	"github.com/godets/godets/etf"
@@ -65,19 +64,20 @@ type Codec[T any] struct {
 	// handle of two such codecs reads a pair in one go (directStrings).
 	binString bool
 
-	// encFor and decFor identify the Encode and Decode the fast paths
-	// were made with (stampFast). A copy of a built-in whose Encode or
-	// Decode the caller replaced keeps the fields above; trusted drops
-	// those that no longer belong, so the caller's functions run.
-	encFor, decFor uintptr
+	// encMade and decMade are the Encode and Decode the fast paths were
+	// made with (stampFast). A copy of a built-in whose Encode or Decode
+	// the caller replaced keeps the fields above; trusted drops those
+	// that no longer belong, so the caller's functions run. They are
+	// compared as function values (closureID), not by their code: every
+	// Record's Encode has the same code. Holding them keeps their
+	// identity from being reused while c exists.
+	encMade func(T) (etf.Term, error)
+	decMade func(etf.Term) (T, error)
 }
-
-// funcID identifies a function value's code; 0 for nil.
-func funcID[F any](f F) uintptr { return reflect.ValueOf(f).Pointer() }
 
 // stampFast records that c's fast paths belong to its Encode and Decode.
 func stampFast[T any](c Codec[T]) Codec[T] {
-	c.encFor, c.decFor = funcID(c.Encode), funcID(c.Decode)
+	c.encMade, c.decMade = c.Encode, c.Decode
 	return c
 }
 
@@ -86,10 +86,10 @@ func stampFast[T any](c Codec[T]) Codec[T] {
 // Encode, the decoding ones (adopt, readRaw, binString) follow Decode.
 // Every handle and combinator takes its codecs through it.
 func (c Codec[T]) trusted() Codec[T] {
-	if (c.borrow != nil || c.appendRaw != nil) && funcID(c.Encode) != c.encFor {
+	if (c.borrow != nil || c.appendRaw != nil) && closureID(c.Encode) != closureID(c.encMade) {
 		c.borrow, c.appendRaw = nil, nil
 	}
-	if (c.adopt != nil || c.readRaw != nil || c.binString) && funcID(c.Decode) != c.decFor {
+	if (c.adopt != nil || c.readRaw != nil || c.binString) && closureID(c.Decode) != closureID(c.decMade) {
 		c.adopt, c.readRaw, c.binString = nil, nil, false
 	}
 	return c

@@ -134,3 +134,60 @@ func TestRecordTags(t *testing.T) {
 		}
 	}
 }
+
+type renamedUser struct {
+	Name string
+	Age  int64
+}
+
+// A Record whose Encode or Decode the caller replaced with another
+// Record's runs the replacement. Both closures have the same code, so the
+// replacement used to pass for the original: the handle kept the original
+// Record's direct paths, stored {user,...} where the replacement writes
+// {person,...}, and read back a value the replacement's Decode rejects.
+func TestReplacedByAnotherRecordsFunctionsRun(t *testing.T) {
+	fields := []TupleField[renamedUser]{
+		Field(String, func(u *renamedUser) *string { return &u.Name }),
+		Field(Int, func(u *renamedUser) *int64 { return &u.Age }),
+	}
+	user, person := Record("user", fields...), Record("person", fields...)
+
+	writes := user
+	writes.Encode = person.Encode
+	tab := openTable(t, dets.Set, 1)
+	s, err := NewSet(tab, String, writes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Insert("k", renamedUser{"ann", 7}); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := tab.Lookup(etf.Binary("k"))
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("lookup: %v, %v", objs, err)
+	}
+	want := etf.Tuple{etf.Atom("person"), etf.Binary("ann"), etf.Int(7)}
+	if got := objs[0].(etf.Tuple)[1]; !etf.Equal(got, want) {
+		t.Fatalf("stored %s, want %s: the replaced Encode did not run", etf.Format(got), etf.Format(want))
+	}
+
+	reads := user
+	reads.Decode = person.Decode
+	tab2 := openTable(t, dets.Set, 1)
+	stored := etf.Tuple{etf.Atom("user"), etf.Binary("ann"), etf.Int(7)}
+	if err := tab2.Insert(etf.Tuple{etf.Binary("k"), stored}); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := NewSet(tab2, String, reads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s2.Lookup("k"); !errors.Is(err, ErrDecode) {
+		t.Fatalf("Lookup gave %+v, %v; want ErrDecode: the replaced Decode did not run", v, err)
+	}
+	for _, err := range s2.Rows() {
+		if !errors.Is(err, ErrDecode) {
+			t.Fatalf("Rows gave %v; want ErrDecode", err)
+		}
+	}
+}

@@ -3,10 +3,12 @@ package kinds
 import "unsafe"
 
 // Every use of package unsafe in kinds is in this file: views between
-// strings and bytes that skip a copy, and the cast of a string to a type
-// parameter known to be string. None relies on a memory layout beyond what
-// the unsafe package's own String, StringData, Slice and SliceData
-// promise; unsafe_test.go checks each against the copying way.
+// strings and bytes that skip a copy, the cast of a string to a type
+// parameter known to be string, and the identity of a function value.
+// Only closureID relies on a layout beyond what the unsafe package's own
+// String, StringData, Slice and SliceData promise (a func value is one
+// pointer); unsafe_test.go checks each against the copying way, and that
+// layout.
 //
 // Why they pay: a typed traversal or lookup of Set[string, string] yields
 // strings whose bytes are already a private copy (the arena's, or a
@@ -30,4 +32,13 @@ func bytesView(s string) []byte {
 // says so: both codecs were Codec[string]); isString checks it in tests.
 func castString[T any](s string) T {
 	return *(*T)(unsafe.Pointer(&s))
+}
+
+// closureID identifies a function value itself rather than its code
+// (reflect's Pointer): two closures made by one function literal differ,
+// copies of one value do not; 0 for nil. F must be a func type. A func
+// value is a pointer to its closure, which Go never moves while it is
+// referenced.
+func closureID[F any](f F) uintptr {
+	return *(*uintptr)(unsafe.Pointer(&f))
 }

@@ -2,6 +2,7 @@ package kinds
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -67,3 +68,37 @@ func TestCastStringOnlyToString(t *testing.T) {
 		t.Fatal("named is string")
 	}
 }
+
+// TestClosureID: closureID tells apart two closures of one literal (two
+// Records' Encode, whose code is the same) and two functions, gives
+// copies of one value the same identity, and 0 for nil; a func value is
+// one pointer, the layout it reads.
+func TestClosureID(t *testing.T) {
+	if unsafe.Sizeof(func() {}) != unsafe.Sizeof(uintptr(0)) {
+		t.Fatal("a func value is not one pointer")
+	}
+	a, b := counterFrom(1), counterFrom(2)
+	if reflect.ValueOf(a).Pointer() != reflect.ValueOf(b).Pointer() {
+		t.Fatal("the two closures have different code: the test proves nothing")
+	}
+	if closureID(a) == closureID(b) {
+		t.Fatal("two closures of one literal have one identity")
+	}
+	c := a
+	if closureID(c) != closureID(a) || closureID(a) == 0 {
+		t.Fatal("a copy of a closure has another identity")
+	}
+	var none func() int
+	if closureID(none) != 0 {
+		t.Fatal("nil has an identity")
+	}
+	if closureID(strings.ToUpper) == closureID(strings.ToLower) {
+		t.Fatal("two functions have one identity")
+	}
+}
+
+// counterFrom makes closures of one literal (not inlined, so both calls
+// share its code).
+//
+//go:noinline
+func counterFrom(n int) func() int { return func() int { return n } }
