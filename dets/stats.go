@@ -57,6 +57,10 @@ type Stats struct {
 	// KeyBytes and ValueBytes split the objects' encodings into the key
 	// element's bytes and the rest (tags and the other elements).
 	KeyBytes, ValueBytes int64
+
+	// nativeCompacted is CompactedSize for a native table, which the walk
+	// works out (stats_native.go); 0 for otp9.
+	nativeCompacted int64
 }
 
 // Bin is one bar of a histogram: Count items with a value in [Min, Max].
@@ -79,6 +83,9 @@ func (t *Table) Stats() (Stats, error) {
 	}
 	defer t.mu.Unlock()
 	w := statsWalk{t: t}
+	if t.lay.tag == tagNative {
+		w.rebuild = newRebuildEstimate(t)
+	}
 	if err := w.buckets(); err != nil {
 		return Stats{}, err
 	}
@@ -86,6 +93,7 @@ func (t *Table) Stats() (Stats, error) {
 		if err := w.nativeFree(); err != nil {
 			return Stats{}, err
 		}
+		w.st.nativeCompacted = w.rebuild.size()
 	} else {
 		w.freeBlocks()
 	}
@@ -97,9 +105,10 @@ func (t *Table) Stats() (Stats, error) {
 type statsWalk struct {
 	t       *Table
 	st      Stats
-	perSize map[int64]int64 // objects per bucket -> buckets
-	classes [64]int64       // buckets per log2(block size)
-	free    [64]int64       // free blocks per log2(block size)
+	perSize map[int64]int64  // objects per bucket -> buckets
+	classes [64]int64        // buckets per log2(block size)
+	free    [64]int64        // free blocks per log2(block size)
+	rebuild *rebuildEstimate // native: CompactedSize's layout
 }
 
 func (w *statsWalk) buckets() error {
@@ -131,6 +140,7 @@ func (w *statsWalk) buckets() error {
 				// bucket's own size is in its header.
 				n, err = w.nativeBucket(int64(slot), e, body)
 				used, block = int64(len(body)), e.size
+				w.rebuild.current(slot, t.h.next, uint64(used))
 			} else {
 				n, err = w.bucket(int64(slot), body)
 			}
@@ -232,7 +242,9 @@ func (w *statsWalk) nativeBucket(slot int64, e slotEntry, b []byte) (int64, erro
 	_, err := walkNativeBucket(w.t.path, b, e.ptr, uint64(len(b)), w.t.keyPos, func(_ int64, enc, kenc []byte) error {
 		if objects == 0 || !bytes.Equal(kenc, last) {
 			w.st.Keys++
+			w.rebuild.key(kenc)
 		}
+		w.rebuild.object(len(enc))
 		last = kenc
 		n := int64(len(enc))
 		w.st.KeyBytes += int64(len(kenc))
@@ -360,14 +372,20 @@ func sizeClasses(byLog2 []int64) []SizeClass {
 }
 
 // CompactedSize estimates the file size after a compaction (a ForceRepair
-// rebuild) of the table these stats describe: the header and part table,
-// the parts and segments for one slot per key (within the slot bounds),
-// the buckets' blocks packed without gaps, and a short free-list area. The
-// buckets are counted as they are now; the rebuild spreads the keys over
-// the new slot count, which changes the blocks somewhat.
+// rebuild) of the table these stats describe. otp9: the header and part
+// table, the parts and segments for one slot per key (within the slot
+// bounds), the buckets' blocks packed without gaps, and a short free-list
+// area. Native: what the rebuild's allocator would take (nativeBuilder),
+// the cells in 64 KiB runs class by class, the large buckets' blocks, a
+// page per segment and part, the root and the free record. The buckets
+// are counted as they are now; the rebuild spreads the keys over the new
+// slot count, which changes them somewhat.
 func (s Stats) CompactedSize() int64 {
 	if s.Slots.Min <= 0 || s.Slots.Max <= 0 {
 		return 0
+	}
+	if s.nativeCompacted != 0 {
+		return s.nativeCompacted
 	}
 	next := int64(nextForKeys(s.Keys, uint64(s.Slots.Min), uint64(s.Slots.Max)))
 	segs := next / slotsPerSeg

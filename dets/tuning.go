@@ -76,6 +76,10 @@ type tuning struct {
 	// instead of the current one; only tests set it, to write revision 1
 	// files and show that they still open, recover and repair.
 	nativeRevision uint32
+	// statsExactCells bounds the hash cells with which Stats works out a
+	// native CompactedSize key by key (stats_native.go); tests lower it
+	// to reach the estimate from the buckets as they are.
+	statsExactCells uint64
 
 	// Test hooks, nil in production: they count what leaves no trace in
 	// the file.
@@ -99,6 +103,7 @@ var defaultTuning = tuning{
 	nativeBudgetPending:  1 << 20,
 	nativeBudgetShare:    4,
 	otp9SizeLimit:        allocLimit,
+	statsExactCells:      rebuildExactCells,
 }
 
 // repairMemEntriesMax is the default bound of the repair's in-memory index:

@@ -60,7 +60,7 @@ func (c *cmdCtx) compactEstimate(path string) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return checkedError(path, err) // compact takes no --repair: no hint of it
 	}
 	before, err := fileSize(path)
 	if err != nil {
@@ -144,7 +144,10 @@ func sizeChange(before, after int64) string {
 		return "new"
 	}
 	d := float64(after-before) / float64(before) * 100
-	if d <= 0 {
+	switch {
+	case after == before:
+		return "unchanged"
+	case d < 0:
 		return fmt.Sprintf("%.1f%% smaller", -d)
 	}
 	return fmt.Sprintf("%.1f%% larger", d)

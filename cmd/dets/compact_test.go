@@ -22,7 +22,12 @@ import (
 // fragmented makes a table that has lost most of its objects.
 func fragmented(t *testing.T, path string) []etf.Term {
 	t.Helper()
-	tab, err := dets.Open(path, dets.Options{})
+	return fragmentedIn(t, path, dets.OTP9)
+}
+
+func fragmentedIn(t *testing.T, path string, format dets.Format) []etf.Term {
+	t.Helper()
+	tab, err := dets.Open(path, dets.Options{Format: format})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +67,19 @@ func sizesOf(t *testing.T, out string) (before, after int64) {
 	return b, a
 }
 
+// TestCompact: the dry run writes nothing and estimates the size within
+// 10%; compaction shrinks the file and keeps every object, in both
+// formats (the native estimate used otp9's layout, 12 times too small).
 func TestCompact(t *testing.T) {
+	for _, format := range []dets.Format{dets.OTP9, dets.Native} {
+		t.Run(format.String(), func(t *testing.T) { testCompact(t, format) })
+	}
+}
+
+func testCompact(t *testing.T, format dets.Format) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "frag.dets")
-	kept := fragmented(t, path)
+	kept := fragmentedIn(t, path, format)
 	size0, _ := fileSize(path)
 	hash0 := fileHash(t, path)
 
@@ -111,10 +125,14 @@ func TestCompactRefusesUnsoundFiles(t *testing.T) {
 		msg  string
 	}{{corrupt, exitCorrupt, "damage found, nothing written"}, {dirty, exitNeedsRepair, "not closed properly"}} {
 		before := fileHash(t, c.path)
-		r := runDets(t, "compact", c.path)
-		r.want(t, c.code, "compact", c.path)
-		if !strings.Contains(r.stderr, c.msg) || !strings.Contains(r.stderr, "dets repair") {
-			t.Errorf("compact %s: %q", c.path, r.stderr)
+		// The dry run says what compact would: it takes no --repair, so
+		// its message must not offer one (it offered --repair auto).
+		for _, args := range [][]string{{"compact", c.path}, {"compact", "--dry-run", c.path}} {
+			r := runDets(t, args...)
+			r.want(t, c.code, args...)
+			if !strings.Contains(r.stderr, c.msg) || !strings.Contains(r.stderr, "dets repair") || strings.Contains(r.stderr, "--repair") {
+				t.Errorf("%v: %q", args, r.stderr)
+			}
 		}
 		if fileHash(t, c.path) != before {
 			t.Errorf("compact changed %s", c.path)
@@ -236,5 +254,16 @@ func TestLockForwardsSignals(t *testing.T) {
 	// CMD's trap ran while dets lock still held the lock.
 	if b, _ := os.ReadFile(after); !strings.Contains(string(b), "busy") {
 		t.Errorf("dets info in CMD's trap: %q", b)
+	}
+}
+
+// TestCompactUnchangedSize: a compaction that leaves the size as it was
+// says so, not "-0.0% smaller".
+func TestCompactUnchangedSize(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "empty.dets")
+	makeTable(t, path, dets.Options{Format: dets.Native})
+	out := must(t, "compact", path).stdout
+	if before, after := sizesOf(t, out); before != after || !strings.Contains(out, "(unchanged)") {
+		t.Errorf("compact of an empty table: %q", out)
 	}
 }
