@@ -227,7 +227,7 @@ func convertToOTP9(t *Table, srcPath, dst string, st *ConvertStats) error {
 						}
 						hash = hashTerm(k)
 					}
-					newKey := last == nil || string(last) != string(kenc)
+					newKey := last == nil || !sameStoredKey(last, kenc)
 					last = kenc
 					return visit(slotOf(uint64(hash), m, n), hash, enc, newKey)
 				})

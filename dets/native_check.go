@@ -314,7 +314,7 @@ func (c *checker) nativeBucket(slot uint64, e nativeEntry, b []byte, gs []group)
 			continue
 		}
 		c.report.Objects++
-		if len(gs) > 0 && bytes.Equal(gs[len(gs)-1].kenc, kenc) {
+		if len(gs) > 0 && sameStoredKey(gs[len(gs)-1].kenc, kenc) {
 			g := &gs[len(gs)-1]
 			g.objs = append(g.objs, object{enc: enc, kenc: kenc})
 		} else {

@@ -2,8 +2,10 @@ package dets
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/big"
+	"path/filepath"
 	"testing"
 
 	"github.com/godets/godets/etf"
@@ -112,5 +114,69 @@ func TestNativeKeyHashZeros(t *testing.T) {
 	fff := body(etf.Binary("FFF"))
 	if n := testing.AllocsPerRun(100, func() { nativeKeyHash(fff) }); n != 0 {
 		t.Errorf("hashing a binary key with an F in it: %v allocations", n)
+	}
+}
+
+// TestZeroSignKeysOneGroup: in a bag or duplicate_bag, objects whose keys
+// are 0.0 and -0.0 are one key (=:= in OTP 25), in both formats alike:
+// a lookup gives them in insertion order, a delete of either removes them
+// all, the counts say one key, Check passes, and conversion both ways
+// keeps them. A native bucket grouped its records by the key's bytes, so
+// it held two groups: the order became a, c, b, Delete left objects
+// behind with the key count at 0, the meta disagreed with Check, and
+// native to otp9 refused the sound table as corrupt. Found by an audit
+// helper.
+func TestZeroSignKeysOneGroup(t *testing.T) {
+	negZero := etf.Float(math.Copysign(0, -1))
+	objs := []etf.Term{tup(etf.Float(0), etf.Atom("a")), tup(negZero, etf.Atom("b")), tup(etf.Float(0), etf.Atom("c"))}
+	for _, kind := range []Kind{Bag, DuplicateBag} {
+		t.Run(kind.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			looked := map[Format]string{}
+			for _, format := range []Format{OTP9, Native} {
+				path := filepath.Join(dir, format.String()+".dets")
+				tab := openT(t, path, Options{Kind: kind, Format: format})
+				for _, o := range objs {
+					must(t, tab.Insert(o)) // one by one: each insert reads the bucket back
+				}
+				got, err := tab.Lookup(negZero)
+				must(t, err)
+				looked[format] = fmt.Sprint(got)
+				info, err := tab.Info()
+				must(t, err)
+				if len(got) != 3 || info.Size != 3 || info.NoKeys != 1 {
+					t.Fatalf("%v: lookup %v, %d objects, %d keys", format, got, info.Size, info.NoKeys)
+				}
+				mustCheck(t, tab)
+				must(t, tab.Close())
+
+				// Each way of conversion keeps the group whole.
+				to := map[Format]Format{OTP9: Native, Native: OTP9}[format]
+				conv := filepath.Join(dir, format.String()+"-to-"+to.String()+".dets")
+				if _, err := Convert(path, conv, to, ConvertOptions{}); err != nil {
+					t.Fatalf("convert %v to %v: %v", format, to, err)
+				}
+				for _, p := range []string{path, conv} {
+					re := openT(t, p, Options{})
+					mustCheck(t, re)
+					got, err := re.Lookup(etf.Float(0))
+					must(t, err)
+					if fmt.Sprint(got) != looked[format] {
+						t.Fatalf("%s: lookup %v, want %s", p, got, looked[format])
+					}
+					must(t, re.Delete(negZero))
+					left, err := re.Lookup(etf.Float(0))
+					must(t, err)
+					info, err := re.Info()
+					must(t, err)
+					if len(left) != 0 || info.Size != 0 || info.NoKeys != 0 {
+						t.Fatalf("%s: after Delete(-0.0): %v, %d objects, %d keys", p, left, info.Size, info.NoKeys)
+					}
+				}
+			}
+			if looked[OTP9] != looked[Native] {
+				t.Fatalf("otp9 looks up %s, native %s", looked[OTP9], looked[Native])
+			}
+		})
 	}
 }

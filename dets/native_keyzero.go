@@ -99,3 +99,18 @@ func positiveZerosIn[S ~[]etf.Term, R any](s S, wrap func(S) R) (R, bool) {
 	}
 	return wrap(out), true
 }
+
+// sameStoredKey reports whether two stored keys (canonical bodies) are one
+// key (=:=): the same bytes, or the same once each -0.0 is 0.0, since OTP
+// 25 takes -0.0 and 0.0 for equal and a bucket keeps each object's key as
+// it came. A native bucket's groups and key counts go by this, as the
+// engine's inserts and lookups do, never by the bytes alone.
+func sameStoredKey(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	if len(a) != len(b) || !mayHoldNegZero(a) && !mayHoldNegZero(b) {
+		return false
+	}
+	return bytes.Equal(keyForHash(a), keyForHash(b))
+}

@@ -1,7 +1,6 @@
 package dets
 
 import (
-	"bytes"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -370,11 +369,11 @@ func (t *Table) parseNative(b []byte, e slotEntry, gs []group, objs []object) ([
 	}
 	for i := range objs {
 		if t.kind != Set && len(gs) > 0 {
-			if g := &gs[len(gs)-1]; bytes.Equal(g.kenc, objs[i].kenc) {
+			if g := &gs[len(gs)-1]; sameStoredKey(g.kenc, objs[i].kenc) {
 				g.objs = objs[i-len(g.objs) : i+1 : i+1]
 				continue
 			}
-		} else if len(gs) > 0 && bytes.Equal(gs[len(gs)-1].kenc, objs[i].kenc) {
+		} else if len(gs) > 0 && sameStoredKey(gs[len(gs)-1].kenc, objs[i].kenc) {
 			return nil, objs, corrupt(t.path, "object", e.ptr, "set bucket of slot holds a key twice")
 		}
 		gs = append(gs, group{kenc: objs[i].kenc, objs: objs[i : i+1 : i+1]})

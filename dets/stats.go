@@ -1,7 +1,6 @@
 package dets
 
 import (
-	"bytes"
 	"fmt"
 	"math/bits"
 
@@ -240,7 +239,7 @@ func (w *statsWalk) nativeBucket(slot int64, e slotEntry, b []byte) (int64, erro
 	var objects int64
 	var last []byte
 	_, err := walkNativeBucket(w.t.path, b, e.ptr, uint64(len(b)), w.t.keyPos, func(_ int64, enc, kenc []byte) error {
-		if objects == 0 || !bytes.Equal(kenc, last) {
+		if objects == 0 || !sameStoredKey(kenc, last) {
 			w.st.Keys++
 			w.rebuild.key(kenc)
 		}
