@@ -140,18 +140,33 @@ func Convert(src, dst string, to Format, opts ConvertOptions) (ConvertStats, err
 // builds for a table of next slots whose buckets have the given sizes
 // (0: empty): the header and part area, the segments, each bucket's
 // power-of-two block, and room for what the writer's layout adds: the
-// unused tails of its class chunks on a large table (repairPlan's
-// chunked layout) and the free lists and trailer. The writer's real file
-// never ends past it; it is above the exact size by at most those
-// allowances (under 10 MiB at otp9's 2 GB).
+// gap below its first block, the unused tails of its class chunks on a
+// large table (repairPlan's chunked layout) and the free lists and
+// trailer. The writer's real file never ends past it; it is above the
+// exact size by at most those allowances (under 10 MiB at otp9's 2 GB,
+// plus the largest block's alignment).
+//
+// The writer places the largest blocks first, each aligned to its size
+// from the base, so the first one starts at the segments' end rounded up
+// to its size; the blocks of the smaller classes fill what lies below it
+// or follow. The gap was not counted once: one 100 KiB object made a
+// 230 KB file where the bound said 204 KB, and at otp9's limit a table
+// passed the check and failed while writing.
 func otp9SizeBound(next uint64, sizes []uint32, objBytes int64, objects uint64) uint64 {
 	nSegs := next / slotsPerSeg
-	need := uint64(baseAddr) + (nSegs+(nSegs+segsPerPart-1)/segsPerPart)*segmentSize
+	area := (nSegs + (nSegs+segsPerPart-1)/segsPerPart) * segmentSize
+	var blocks, largest uint64
 	for _, s := range sizes {
 		if s != 0 {
-			need += uint64(pow2ceil(int64(s)))
+			b := uint64(pow2ceil(int64(s)))
+			blocks += b
+			largest = max(largest, b)
 		}
 	}
+	if largest > 0 {
+		area = (area + largest - 1) / largest * largest
+	}
+	need := uint64(baseAddr) + area + blocks
 	const freeListRoom = 64 << 10 // 16k free blocks, far more than a packed layout leaves
 	need += freeListRoom
 	if objects >= planMaxEntries || objBytes > planMaxBytes {
