@@ -48,16 +48,17 @@ func TestInfoNative(t *testing.T) {
 	}
 	r = must(t, "info", "--json", path)
 	var got struct {
-		Format string         `json:"format"`
-		Native map[string]any `json:"native"`
+		Format  string         `json:"format"`
+		Version *int           `json:"version"` // stable: present for native too
+		Native  map[string]any `json:"native"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatalf("info --json: %v\n%s", err, r.stdout)
 	}
 	want := map[string]any{"revision": 2.0, "checksum": "xxhash64", "metaGen": 2.0, "fallbackGen": 1.0,
 		"fallbackValid": true, "logRecords": 0.0, "verifiedGen": 0.0}
-	if got.Format != "native" {
-		t.Errorf("info --json: format %q", got.Format)
+	if got.Format != "native" || got.Version == nil || *got.Version != 1 {
+		t.Errorf("info --json: format %q, version %v\n%s", got.Format, got.Version, r.stdout)
 	}
 	for k, v := range want {
 		if got.Native[k] != v {

@@ -32,10 +32,14 @@ func describe(path string, t *dets.Table) (tableInfo, error) {
 	return ti, nil
 }
 
-// formatVersion is the on-disk version number of a format.
+// formatVersion is the on-disk version number of a format: 9, or 1 for
+// native, whose version word is "NAT1" (its revision is reported apart).
 func formatVersion(f dets.Format) int {
-	if f == dets.OTP9 {
+	switch f {
+	case dets.OTP9:
 		return 9
+	case dets.Native:
+		return 1
 	}
 	return 0
 }
