@@ -105,14 +105,14 @@ func (c *cmdCtx) check(path string, redacted bool) error {
 	})
 	switch exitCode(err) {
 	case exitOK:
-		fmt.Fprintf(c.stdout, "%s: ok (%d objects)\n", path, objects)
+		fmt.Fprintf(c.stdout, "%s: ok (%d objects)\n", shown(path), objects)
 		if report != nil && report.DeepCount > 0 {
 			fmt.Fprintf(c.stdout, "%s: %s nested deeper than %d levels: sound (OTP reads them), kept by repair and convert, "+
-				"but too deep for this tool to decode (dump and get fail on them)\n", path, plural(report.DeepCount, "object"), etf.MaxDepth)
+				"but too deep for this tool to decode (dump and get fail on them)\n", shown(path), plural(report.DeepCount, "object"), etf.MaxDepth)
 		}
 		if report != nil && report.LeakedBytes > 0 {
 			// Space no block names: lost until a repair, never data.
-			fmt.Fprintf(c.stdout, "%s: %s bytes are in no block (leaked space; a repair recovers it)\n", path, grouped(int64(report.LeakedBytes)))
+			fmt.Fprintf(c.stdout, "%s: %s bytes are in no block (leaked space; a repair recovers it)\n", shown(path), grouped(int64(report.LeakedBytes)))
 		}
 		return nil
 	case exitNeedsRepair:
@@ -138,15 +138,15 @@ func (c *cmdCtx) printDamage(path string, r *dets.CheckReport) {
 				key += " (unverified)"
 			}
 		}
-		fmt.Fprintf(c.stdout, "%s: object at 0x%016x (slot %d): %s; %s\n", path, d.Offset, d.Slot, d.Reason, key)
+		fmt.Fprintf(c.stdout, "%s: object at 0x%016x (slot %d): %s; %s\n", shown(path), d.Offset, d.Slot, d.Reason, key)
 	}
 	if n := r.DamagedCount - int64(len(r.Damaged)); n > 0 {
-		fmt.Fprintf(c.stdout, "%s: %s more damaged objects not listed\n", path, grouped(n))
+		fmt.Fprintf(c.stdout, "%s: %s more damaged objects not listed\n", shown(path), grouped(n))
 	}
 	for _, p := range r.Problems {
-		fmt.Fprintf(c.stdout, "%s: %s\n", path, oneLine(trimPkg(p.Error())))
+		fmt.Fprintf(c.stdout, "%s: %s\n", shown(path), oneLine(trimPkg(p.Error())))
 	}
-	fmt.Fprintf(c.stdout, "%s: %s in %s; %s sound\n", path,
+	fmt.Fprintf(c.stdout, "%s: %s in %s; %s sound\n", shown(path),
 		plural(r.DamagedCount, "damaged object"), plural(r.DamagedBuckets, "bucket"), plural(r.Objects, "object"))
 }
 

@@ -68,7 +68,7 @@ func (c *cmdCtx) compactEstimate(path string) error {
 	}
 	after := st.CompactedSize()
 	fmt.Fprintf(c.stdout, "%s: %d bytes now, about %d bytes after compaction (%s), %d objects (dry run, nothing written)\n",
-		path, before, after, sizeChange(before, after), st.Objects)
+		shown(path), before, after, sizeChange(before, after), st.Objects)
 	return nil
 }
 
@@ -103,7 +103,7 @@ func (c *cmdCtx) compact(path string) error {
 		return checkedError(path, sessionError(path, c.wait, err))
 	}
 	fmt.Fprintf(c.stdout, "%s: compacted: %d bytes before, %d bytes after (%s), %d objects, %d keys\n",
-		path, before, after, sizeChange(before, after), stats.Objects, stats.Keys)
+		shown(path), before, after, sizeChange(before, after), stats.Objects, stats.Keys)
 	return nil
 }
 

@@ -121,12 +121,12 @@ func (c *cmdCtx) convert(src, dst string, to dets.Format, force bool) error {
 	default:
 		return sessionError(name[first], c.wait, err)
 	}
-	fmt.Fprintf(c.stdout, "%s: converted %s to %s in %s: %d objects, %d keys\n", src, st.From, st.To, dst, st.Objects, st.Keys)
+	fmt.Fprintf(c.stdout, "%s: converted %s to %s in %s: %d objects, %d keys\n", shown(src), st.From, st.To, shown(dst), st.Objects, st.Keys)
 	if st.MaxSlotsClamped {
-		fmt.Fprintf(c.stdout, "%s: slot ceiling lowered to otp9's %d\n", dst, st.MaxSlots)
+		fmt.Fprintf(c.stdout, "%s: slot ceiling lowered to otp9's %d\n", shown(dst), st.MaxSlots)
 	}
 	if st.MinSlotsRaised {
-		fmt.Fprintf(c.stdout, "%s: minimum slots raised to native's %d\n", dst, st.MinSlots)
+		fmt.Fprintf(c.stdout, "%s: minimum slots raised to native's %d\n", shown(dst), st.MinSlots)
 	}
 	return nil
 }

@@ -3,7 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/exclusive"
@@ -137,4 +140,14 @@ func oneLine(s string) string {
 	s = strings.TrimSpace(s)
 	s = strings.ReplaceAll(s, "\r\n", "; ")
 	return strings.NewReplacer("\n", "; ", "\r", " ").Replace(s)
+}
+
+// shown is a path as stdout prints it: as it is, or quoted in Go syntax
+// when it holds a control character (a newline would split the line that
+// scripts read as one) or bytes that are not UTF-8.
+func shown(path string) string {
+	if !utf8.ValidString(path) || strings.ContainsFunc(path, unicode.IsControl) {
+		return strconv.Quote(path)
+	}
+	return path
 }

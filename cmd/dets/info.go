@@ -138,7 +138,7 @@ func (c *cmdCtx) printInfo(ti tableInfo) {
 	row := func(k string, format string, args ...any) {
 		fmt.Fprintf(&b, "%-16s %s\n", k+":", fmt.Sprintf(format, args...))
 	}
-	row("file", "%s", ti.File)
+	row("file", "%s", shown(ti.File))
 	if ti.Kind != "" {
 		row("kind", "%s", ti.Kind)
 		row("keypos", "%d", ti.KeyPos)

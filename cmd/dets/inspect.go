@@ -212,7 +212,7 @@ func offsetRows(b *strings.Builder, v regionView, off, size int64) error {
 }
 
 func overview(b *strings.Builder, path string, im *dets.Image) {
-	fmt.Fprintf(b, "file: %s (%d bytes)\n\nheader:\n", path, len(im.Bytes()))
+	fmt.Fprintf(b, "file: %s (%d bytes)\n\nheader:\n", shown(path), len(im.Bytes()))
 	for _, f := range im.HeaderFields() {
 		val := fmt.Sprint(f.Value)
 		if f.Name == "cookie" || f.Name == "md5" {

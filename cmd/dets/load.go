@@ -190,7 +190,7 @@ func (c *cmdCtx) load(path, input, syntax string, o dets.Options, kindSet, keypo
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "%s: loaded %d objects; the table now holds %d objects\n", path, len(objs), total)
+	fmt.Fprintf(c.stdout, "%s: loaded %d objects; the table now holds %d objects\n", shown(path), len(objs), total)
 	return nil
 }
 

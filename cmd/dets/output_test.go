@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -52,5 +53,29 @@ func TestOutputWriteFailureFails(t *testing.T) {
 	}
 	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(before, after) {
 		t.Fatalf("the table changed (%v)", err)
+	}
+}
+
+// TestPathWithNewlineStaysOneLine: a path holding a newline (or another
+// control character) is printed quoted on stdout, so each report is the
+// line scripts read (each starting with the path); the commands still
+// find the file. It was printed as it is and split the line.
+func TestPathWithNewlineStaysOneLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a\nb.dets")
+	makeTable(t, path, dets.Options{}, tup("a", 1))
+	quoted := strconv.Quote(path)
+	for _, args := range [][]string{{"check", path}, {"compact", "--dry-run", path}, {"repair", path}} {
+		out := must(t, args...).stdout
+		for _, line := range strings.SplitAfter(strings.TrimSuffix(out, "\n"), "\n") {
+			if !strings.HasPrefix(line, quoted+": ") {
+				t.Errorf("%s: line %q of %q, want each line to start with %s", args[0], line, out, quoted)
+			}
+		}
+	}
+	if out := must(t, "info", path).stdout; !strings.Contains(out, quoted+"\n") {
+		t.Errorf("info: %q, want the file row %s", out, quoted)
+	}
+	if got := shown("plain/path.dets"); got != "plain/path.dets" {
+		t.Errorf("shown changed a plain path: %q", got)
 	}
 }

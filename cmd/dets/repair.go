@@ -133,14 +133,14 @@ func (c *cmdCtx) repairFile(path, backup string, shape dets.Options) error {
 		return sessionError(path, c.wait, err)
 	}
 	if !repaired {
-		fmt.Fprintf(c.stdout, "%s: closed properly, nothing to repair: %d objects\n", path, objects)
+		fmt.Fprintf(c.stdout, "%s: closed properly, nothing to repair: %d objects\n", shown(path), objects)
 	} else {
-		fmt.Fprintf(c.stdout, "%s: repaired (%s): %d objects, %d keys\n", path, repairName(c.repair), stats.Objects, stats.Keys)
+		fmt.Fprintf(c.stdout, "%s: repaired (%s): %d objects, %d keys\n", shown(path), repairName(c.repair), stats.Objects, stats.Keys)
 		fmt.Fprintf(c.stdout, "%s: scan found %d whole objects, dropped %d damaged objects, kept part of %d buckets\n",
-			path, stats.ObjectsFound, stats.ObjectsDropped, stats.BucketsPartial)
+			shown(path), stats.ObjectsFound, stats.ObjectsDropped, stats.BucketsPartial)
 	}
 	if backup != "" {
-		fmt.Fprintf(c.stdout, "%s: backup of the file before the repair\n", backup)
+		fmt.Fprintf(c.stdout, "%s: backup of the file before the repair\n", shown(backup))
 	}
 	return nil
 }

@@ -160,7 +160,7 @@ func formatStats(path string, st dets.Stats, bars bool) string {
 		}
 		return 100 * float64(part) / float64(whole)
 	}
-	row("file", "%s", path)
+	row("file", "%s", shown(path))
 	row("objects", "%d", st.Objects)
 	row("keys", "%d", st.Keys)
 	row("slots", "%d (min %d, max %d), %d hold a bucket", st.Slots.Next, st.Slots.Min, st.Slots.Max, st.Buckets)
