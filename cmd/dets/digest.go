@@ -23,7 +23,9 @@ position are not part of the digest.
 
 How it is computed, so other tools can reproduce it: for each object, F is
 the FarmHash Fingerprint64 of the object's canonical external term format
-(the bytes of erlang:term_to_binary/1, starting with 131). With S the sum of
+(the bytes of erlang:term_to_binary(T, [{minor_version, 1}]), starting with
+131: OTP 25's default; OTP 26 and later need the option, since they write
+atoms as UTF-8 by default). With S the sum of
 all F modulo 2^64, X the exclusive or of all F, and N the number of objects,
 the digest is Fingerprint64(S, X, N as three little-endian 64-bit words)
 followed by N, printed as two 16-digit hex numbers. The sum counts repeated

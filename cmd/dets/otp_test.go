@@ -3,13 +3,17 @@ package main
 // Round trips with real Erlang/OTP, the oracle for the otp9 format.
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	farm "github.com/dgryski/go-farm"
 
 	"github.com/godets/godets/dets"
 	"github.com/godets/godets/etf"
@@ -170,5 +174,35 @@ A = [{I, synced, I * I} || I <- lists:seq(1, 399)] ++ [{I, later, <<I:32>>} || I
 `+sameOnBothSides, []byte(tab))
 	if string(res[0]) != "same" {
 		t.Fatalf("after repair OTP sees other objects: %s", res[0])
+	}
+}
+
+// TestOTPDigestRecipe: the digest's recipe in docs/cli.md §6 and the
+// command's help reproduces `dets digest` from OTP's own bytes: for each
+// object the Fingerprint64 of term_to_binary(O, [{minor_version, 1}]),
+// then their sum, xor and count fed to Fingerprint64. The option is what
+// the recipe names so that OTP 26 and later, whose default writes atoms
+// as UTF-8, give the same bytes as OTP 25 here.
+func TestOTPDigestRecipe(t *testing.T) {
+	erl := otptest.Erl(t)
+	tab := filepath.Join(t.TempDir(), "otp.dets")
+	encs := erl.Eval(t, otpObjects+`
+{ok, T} = dets:open_file(otp_digest, [{file, binary_to_list(hd(In))}, {type, duplicate_bag}]),
+ok = dets:insert(T, Objs ++ [hd(Objs)]),
+ok = dets:close(T),
+[term_to_binary(O, [{minor_version, 1}]) || O <- Objs ++ [hd(Objs)]]`, []byte(tab))
+	var sum, xor uint64
+	for _, b := range encs {
+		f := farm.Fingerprint64(b)
+		sum += f
+		xor ^= f
+	}
+	var words [24]byte
+	binary.LittleEndian.PutUint64(words[0:], sum)
+	binary.LittleEndian.PutUint64(words[8:], xor)
+	binary.LittleEndian.PutUint64(words[16:], uint64(len(encs)))
+	want := fmt.Sprintf("%016x%016x", farm.Fingerprint64(words[:]), len(encs))
+	if got := strings.TrimSpace(must(t, "digest", tab).stdout); got != want {
+		t.Fatalf("dets digest %s, the recipe over OTP's bytes gives %s (%d objects)", got, want, len(encs))
 	}
 }
