@@ -459,3 +459,32 @@ func TestQuietWithoutTerminal(t *testing.T) {
 }
 
 func itoa(i int) string { return etf.Int(i).String() }
+
+// TestInfoNeedsRepairReadsUnderLock: when the file needs repair, what info
+// still reads (the size; a native file's header pages) is read under the
+// table's lock, as the session's reads are; another process holding the
+// lock by then makes info say busy. It read without the lock.
+func TestInfoNeedsRepairReadsUnderLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dirty.dets")
+	makeDirty(t, path, []etf.Term{tup("a", 1)}, []etf.Term{tup("b", 2)})
+	var release func()
+	infoAfterSession = func() { release = holdLock(t, path) }
+	defer func() {
+		infoAfterSession = nil
+		if release != nil {
+			release()
+		}
+	}()
+	var out, errb bytes.Buffer
+	if code := run([]string{"info", path}, env{stdout: &out, stderr: &errb}); code != exitBusy || release == nil {
+		t.Fatalf("info with the lock taken after its session: exit %d, %q %q; want %d (busy)", code, out.String(), errb.String(), exitBusy)
+	}
+	infoAfterSession = nil
+	release()
+	release = nil
+	r := runDets(t, "info", path)
+	r.want(t, exitNeedsRepair, "info", path)
+	if !strings.Contains(r.stdout, "closed properly: no") {
+		t.Errorf("info of a file that needs repair: %q", r.stdout)
+	}
+}

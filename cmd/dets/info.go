@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/godets/godets/dets"
+	"github.com/godets/godets/exclusive"
 )
 
 var infoCmd = &command{
@@ -94,6 +95,10 @@ type slotsInfo struct {
 	Max     int64 `json:"max"`
 }
 
+// infoAfterSession, nil outside tests, runs when info's session found
+// that the file needs repair, before info reads what it still can.
+var infoAfterSession func()
+
 func (c *cmdCtx) info(path string, asJSON bool) error {
 	if err := existing(path); err != nil {
 		return err
@@ -111,14 +116,24 @@ func (c *cmdCtx) info(path string, asJSON bool) error {
 		return err
 	}
 	if err != nil {
-		// The table cannot be opened without repair; say so in the summary.
+		// The table cannot be opened without repair; say so in the
+		// summary, read under the lock as the session's reads are.
 		ti = tableInfo{File: path, ClosedProperly: false}
-		if sz, serr := fileSize(path); serr == nil {
-			ti.FileSize = sz
+		if infoAfterSession != nil {
+			infoAfterSession()
 		}
-		// A native file's header pages still say what it is.
-		if ti.Native = nativeState(path); ti.Native != nil {
-			ti.Format = dets.Native.String()
+		lerr := exclusive.Locked(path, exclusive.Options{Wait: c.waitOption()}, func(resolved string) error {
+			if sz, serr := fileSize(resolved); serr == nil {
+				ti.FileSize = sz
+			}
+			// A native file's header pages still say what it is.
+			if ti.Native = nativeState(resolved); ti.Native != nil {
+				ti.Format = dets.Native.String()
+			}
+			return nil
+		})
+		if lerr != nil {
+			return sessionError(path, c.wait, lerr)
 		}
 	}
 	if asJSON {
