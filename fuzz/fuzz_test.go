@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -494,15 +495,38 @@ func TestGenCorpus(t *testing.T) {
 	if os.Getenv("GODETS_GEN_CORPUS") != "1" {
 		t.Skip("set GODETS_GEN_CORPUS=1 to regenerate the seed corpora")
 	}
-	fxs, err := makeFixtures()
+	files, err := corpusFiles()
 	if err != nil {
 		t.Fatal(err)
 	}
-	write := func(target, name string, vals ...any) {
-		dir := filepath.Join("testdata", "fuzz", target)
+	for _, f := range files {
+		dir := filepath.Join("testdata", "fuzz", f.target)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.WriteFile(filepath.Join(dir, f.name), f.content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// corpusFile is one seed file of a fuzz target's corpus, as written.
+type corpusFile struct {
+	target, name string
+	content      []byte
+	source       string // the valid seed a damaged FuzzOpen seed was made from
+}
+
+// corpusFiles builds the seed corpora: the fixtures, valid and damaged
+// (FuzzOpen), and damage programs over them (FuzzRepair). The otp9 seeds
+// come out the same each time; the native ones hold random file IDs.
+func corpusFiles() ([]corpusFile, error) {
+	fxs, err := makeFixtures()
+	if err != nil {
+		return nil, err
+	}
+	var files []corpusFile
+	write := func(target, name string, vals ...any) {
 		var b bytes.Buffer
 		b.WriteString("go test fuzz v1\n")
 		for _, v := range vals {
@@ -513,13 +537,15 @@ func TestGenCorpus(t *testing.T) {
 				fmt.Fprintf(&b, "byte(%q)\n", v)
 			}
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		files = append(files, corpusFile{target: target, name: name, content: b.Bytes()})
+	}
+	damaged := func(name, source string, img []byte) {
+		write("FuzzOpen", name, img)
+		files[len(files)-1].source = source
 	}
 	seeds, err := smallNativeSeeds()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	for _, s := range seeds {
 		write("FuzzOpen", s.name, sparseInput(s.img))
@@ -549,12 +575,13 @@ func TestGenCorpus(t *testing.T) {
 			write("FuzzRepair", "dirty-log-zeroed-"+k, d, logProg)
 			continue
 		}
-		write("FuzzOpen", "valid-"+k, fx.img)
+		valid := "valid-" + k
+		write("FuzzOpen", valid, fx.img)
 		flp := binary.BigEndian.Uint32(fx.img)
-		write("FuzzOpen", "truncated-"+k, fx.img[:flp/2])
+		damaged("truncated-"+k, valid, fx.img[:flp/2])
 		dirty := slices.Clone(fx.img[:flp])
 		binary.BigEndian.PutUint32(dirty[8:], 0)
-		write("FuzzOpen", "dirty-"+k, dirty)
+		damaged("dirty-"+k, valid, dirty)
 		if i == 0 {
 			// A dirty file whose header asks for 2^25 slots (MD5 zeroed,
 			// so unchecked): a repair would write 256 MiB of segments.
@@ -563,13 +590,53 @@ func TestGenCorpus(t *testing.T) {
 			binary.BigEndian.PutUint32(big[40:], 1<<25)
 			binary.BigEndian.PutUint32(big[44:], 1<<25)
 			clear(big[168:184])
-			write("FuzzOpen", "min-slots-2p25-dirty-"+k, big)
+			damaged("min-slots-2p25-dirty-"+k, valid, big)
 		}
+		// One 512-byte sector of bucket data zeroed: the one that holds
+		// the byte 256 below the end of the data (flp). A fixed sector
+		// (2048) lay in the zero part of a segment: no damage at all.
 		zeroed := slices.Clone(fx.img)
-		clear(zeroed[2048:min(len(zeroed), 2560)])
-		write("FuzzOpen", "zeroed-sector-"+k, zeroed)
+		at := (int(flp) - 256) / 512 * 512
+		clear(zeroed[at:min(at+512, len(zeroed))])
+		damaged("zeroed-sector-"+k, valid, zeroed)
 		write("FuzzRepair", "flips-"+k, uint8(i), []byte{0, 30, 0, 1, 0, 90, 0, 5, 0, 200, 0, 7})
 		write("FuzzRepair", "truncate-"+k, uint8(i), []byte{1, 150, 0, 0})
 		write("FuzzRepair", "zero-header-"+k, uint8(i), []byte{2, 0, 0, 22})
+	}
+	return files, nil
+}
+
+// TestCorpusCommitted: the committed otp9 seeds are what the generator
+// writes now (the native ones hold random file IDs; TestNativeSeedsCommitted
+// checks them), and each damaged FuzzOpen seed differs from the valid seed
+// it was made from. The zeroed-sector seeds once equalled their sources.
+func TestCorpusCommitted(t *testing.T) {
+	files, err := corpusFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string][]byte{}
+	checked := 0
+	for _, f := range files {
+		byName[f.target+"/"+f.name] = f.content
+		if strings.Contains(f.name, "native") {
+			continue
+		}
+		got, err := os.ReadFile(filepath.Join("testdata", "fuzz", f.target, f.name))
+		if err != nil || !bytes.Equal(got, f.content) {
+			t.Errorf("seed %s/%s is not what the generator writes (%v): GODETS_GEN_CORPUS=1 go test -run TestGenCorpus ./fuzz", f.target, f.name, err)
+		}
+		checked++
+	}
+	for _, f := range files {
+		if f.source == "" {
+			continue
+		}
+		if bytes.Equal(f.content, byName["FuzzOpen/"+f.source]) {
+			t.Errorf("seed %s is its source %s: no damage", f.name, f.source)
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d otp9 seeds checked", checked)
 	}
 }
