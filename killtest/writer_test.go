@@ -3,6 +3,7 @@ package killtest
 import (
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -333,6 +334,9 @@ type diff struct {
 	notes                                            []string
 }
 
+// flagged is the number of findings so far, the doubled copies included.
+func (d *diff) flagged() int { return d.lost + d.invented + d.resurrected + d.mismatched + d.doubled }
+
 func (d *diff) note(format string, obj string, args ...any) {
 	if len(d.notes) < 8 {
 		h := hex.EncodeToString([]byte(obj))
@@ -348,7 +352,11 @@ func (d *diff) note(format string, obj string, args ...any) {
 // it is invented (never written), resurrected (written, then removed by an
 // acknowledged call) or, in a duplicate_bag killed inside a call, a
 // doubled copy (otp9 caveat); below both it is lost. A set key with two
-// objects is a mismatch.
+// objects is a mismatch, and so is a key whose objects each pass but
+// together are neither the key's state before the call nor after it (a
+// set key that lost both its old and its new object: each object's count
+// lies between 0 and 1). A call changes each key's bucket in one write,
+// so a key is always one or the other.
 func compareWithModel(kind dets.Kind, before, after *model.Model, inFlight bool, got map[string][]etf.Term, ever map[string]bool) diff {
 	var d diff
 	keys := map[string]bool{}
@@ -364,6 +372,7 @@ func compareWithModel(kind dets.Kind, before, after *model.Model, inFlight bool,
 	for k := range keys {
 		g := counts(encodings(got[k]))
 		b, a := counts(before.KeyObjects(k)), counts(after.KeyObjects(k))
+		flagged := d.flagged()
 		if kind == dets.Set && len(got[k]) > 1 {
 			d.mismatched++
 			d.note("set key %s holds %d objects", k, len(got[k]))
@@ -390,6 +399,11 @@ func compareWithModel(kind dets.Kind, before, after *model.Model, inFlight bool,
 				d.resurrected += n - hi
 				d.note("resurrected %s (%d more than %d)", o, n-hi, hi)
 			}
+		}
+		// Each object passed on its own: the key as a whole must too.
+		if d.flagged() == flagged && !maps.Equal(g, b) && !maps.Equal(g, a) {
+			d.mismatched++
+			d.note("key %s holds neither its objects before the call nor after it", k)
 		}
 	}
 	slices.Sort(d.notes)
@@ -421,4 +435,28 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, b, 0o644)
+}
+
+// TestCompareWithModelWholeKey: compareWithModel flags a key whose objects
+// each lie between their counts before and after the call in flight but
+// that is neither state as a whole: a set key that lost both its old and
+// its new object used to pass. Either whole state passes.
+func TestCompareWithModelWholeKey(t *testing.T) {
+	key := etf.Atom("k")
+	old, next := etf.Tuple{key, etf.Int(1)}, etf.Tuple{key, etf.Int(2)}
+	before := model.New(model.Kind(dets.Set), 1)
+	before.Insert(old)
+	after := model.New(model.Kind(dets.Set), 1)
+	after.Insert(next)
+	ever := map[string]bool{model.Enc(old): true, model.Enc(next): true}
+	k := model.Enc(key)
+	for _, c := range []struct {
+		got  []etf.Term
+		flag bool
+	}{{nil, true}, {[]etf.Term{old}, false}, {[]etf.Term{next}, false}} {
+		d := compareWithModel(dets.Set, before, after, true, map[string][]etf.Term{k: c.got}, ever)
+		if got := d.flagged() > 0; got != c.flag {
+			t.Errorf("key holding %v: flagged %v (%+v), want %v", c.got, got, d, c.flag)
+		}
+	}
 }
