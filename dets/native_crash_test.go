@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/godets/godets/etf"
@@ -478,5 +479,19 @@ func TestNativeCrashTornMeta(t *testing.T) {
 			}
 		}
 		t.Logf("native %s: meta writes checked: %v", kind, counts)
+		// The loop must have met the saves' meta writes, lost and torn:
+		// a change of their offset or size would make it check nothing.
+		lost, torn := 0, 0
+		for k, n := range counts {
+			switch {
+			case strings.HasSuffix(k, " lost"):
+				lost += n
+			case strings.HasSuffix(k, " torn"):
+				torn += n
+			}
+		}
+		if lost == 0 || torn == 0 {
+			t.Fatalf("seed %d %s: meta writes checked %v: none lost or none torn", seed, kind, counts)
+		}
 	}
 }

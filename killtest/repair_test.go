@@ -317,6 +317,9 @@ func killRepairFamily(t *testing.T, family string, format dets.Format, memEntrie
 		family, kills, original, done, kills-bad, bad, left, sortLeft, stuck)
 	t.Log(line)
 	fmt.Println(line)
+	if kills >= 20 && original == 0 {
+		t.Errorf("seed %d: none of %d kills found the original file: no kill interrupted a repair before its rename", seed, kills)
+	}
 	if memEntries > 0 && kills >= 20 && sortLeft == 0 {
 		t.Errorf("seed %d: no kill of %d left a .TMP.sort: the repairs did not sort externally, or no kill hit the sort", seed, kills)
 	}
