@@ -392,7 +392,10 @@ func (c *scanCand) keyTerm() etf.Term {
 }
 
 // groupRule applies rule 3: within each key group, objects whose key is not
-// the strict-majority key lose their ok mark.
+// the strict-majority key lose their ok mark (all of them when no key has
+// a strict majority). It takes linear time in the group: a group of one
+// key with many objects is a bag's commonest shape, and comparing every
+// pair made the repair of 40,000 objects under one key take 15 s.
 func (s *scanner) groupRule(cs []scanCand) {
 	for i := 0; i < len(cs); {
 		j := i
@@ -401,20 +404,31 @@ func (s *scanner) groupRule(cs []scanCand) {
 		}
 		g := cs[i:j]
 		i = j
-		maj, best, total := 0, 0, 0
+		// The candidate for the majority (Boyer-Moore vote), then its
+		// count; usually every key is the first one's and the vote
+		// changes nothing.
+		maj, votes, total := -1, 0, 0
 		for a := range g {
 			if !g[a].ok {
 				continue
 			}
 			total++
-			n := 0
-			for b := range g {
-				if g[b].ok && sameKey(&g[a], &g[b]) {
-					n++
-				}
+			switch {
+			case votes == 0:
+				maj, votes = a, 1
+			case sameKey(&g[a], &g[maj]):
+				votes++
+			default:
+				votes--
 			}
-			if n > best {
-				best, maj = n, a
+		}
+		if maj < 0 {
+			continue
+		}
+		best := 0
+		for a := range g {
+			if g[a].ok && (a == maj || sameKey(&g[a], &g[maj])) {
+				best++
 			}
 		}
 		if best == total {
