@@ -1,6 +1,9 @@
 package dets
 
 import (
+	"os"
+	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -82,5 +85,71 @@ func TestGroupRuleLinear(t *testing.T) {
 	}
 	if dropped != 1 {
 		t.Fatalf("%d dropped, want the stray", dropped)
+	}
+}
+
+// fakeDeepBuckets is 16 copies of an ACTIVE bucket image whose object has
+// a key nested deeper than etf.MaxDepth, one at each residue mod 16, so
+// that one lies on the repair scan's probe grid wherever it is stored.
+func fakeDeepBuckets() []byte {
+	obj := []byte{131, 104, 2}
+	for range etf.MaxDepth + 1 {
+		obj = append(obj, 104, 1)
+	}
+	obj = append(obj, 97, 0, 97, 1)
+	var f []byte
+	f = be.AppendUint32(f, uint32(8+4+len(obj)))
+	f = be.AppendUint32(f, statusActive)
+	f = be.AppendUint32(f, uint32(4+len(obj)))
+	f = append(f, obj...)
+	stride := len(f)
+	for stride%16 != 1 {
+		stride++
+	}
+	out := make([]byte, 16*stride)
+	for j := range 16 {
+		copy(out[j*stride:], f)
+	}
+	return out
+}
+
+// TestRepairSplitScanIgnoresHelperErrorsBeforeSync: the split scan's
+// helper starts in the middle of the file, often inside a live bucket,
+// and its findings count only from the first probe the sequential scan
+// shares; its errors must too. A bucket image with a too-deep key inside a
+// live binary made the split repair of a sound file fail (DeepTermError)
+// where the sequential scan, which jumps over the live bucket, repairs it.
+// Found by an audit helper.
+func TestRepairSplitScanIgnoresHelperErrorsBeforeSync(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("the split scan needs two threads")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.dets")
+	tab := mustOpen(t, path, Options{})
+	for i := 2; i < 50; i++ {
+		must(t, tab.Insert(tup(etf.Int(i), etf.Binary("v"))))
+	}
+	var big []byte
+	for range 8 {
+		big = append(big, fakeDeepBuckets()...) // 2.6 MB
+	}
+	must(t, tab.Insert(tup(etf.Int(1), etf.Binary(big))))
+	// A second one as large puts the file's middle inside the first.
+	must(t, tab.Insert(tup(etf.Int(0), etf.Binary(make([]byte, len(big))))))
+	must(t, tab.Close())
+	img, err := os.ReadFile(path)
+	must(t, err)
+	for _, split := range []bool{false, true} {
+		p := filepath.Join(dir, "c.dets")
+		must(t, os.WriteFile(p, img, 0o644))
+		opts := withTuning(Options{}, func(tn *tuning) { tn.parallelScanMin = 1 << 20 })
+		if !split {
+			opts = withTuning(Options{}, func(tn *tuning) { tn.parallelScanMin = 1 << 40 })
+		}
+		st, err := Repair(p, opts, nil)
+		if err != nil || st.Objects != 50 {
+			t.Fatalf("split=%v: %+v, %v; want the 50 objects", split, st, err)
+		}
 	}
 }

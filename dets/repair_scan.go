@@ -208,12 +208,14 @@ func (s *scanner) runSplit() (int64, error) {
 		return err
 	})
 	<-done
-	if err == nil {
-		err = hErr
-	}
 	if err != nil || p < mid {
 		return p, err
 	}
+	// The helper's error, like its findings, is the sequential scan's
+	// only from the common probe on: one it met inside a bucket that the
+	// sequential scan jumps over (a bucket image in a live object's
+	// bytes, with a key too deep to hash) must not fail a sound file.
+	// Dropped, a real error is met again by the sequential scan.
 	i, _ := slices.BinarySearchFunc(marks, p, func(m scanMark, p int64) int { return cmp.Compare(m.pos, p) })
 	if i == len(marks) || marks[i].pos != p {
 		return p, nil
@@ -228,7 +230,7 @@ func (s *scanner) runSplit() (int64, error) {
 	s.stats.partial += h.stats.partial - m.stats.partial
 	s.stats.objects += h.stats.objects - m.stats.objects
 	s.stats.droppedObjects += h.stats.droppedObjects - m.stats.droppedObjects
-	return hEnd, nil
+	return hEnd, hErr // hErr arose at hEnd >= p: the sequential scan's too
 }
 
 // bucket examines the probe at p with Size sz, emits the objects proven
