@@ -365,6 +365,11 @@ func (p *repairPlan) scan() error {
 		sketch.add(e.hash)
 		return idx.add(e)
 	}
+	if p.trusted {
+		// A key too deep to hash stops the repair only in a bucket that
+		// the slot table names (scanner.deepKey).
+		sc.referenced = slotReferences(p.data)
+	}
 	if p.progress != nil {
 		size, progress := p.size, p.progress
 		sc.report = func(b, o int64) {

@@ -153,3 +153,33 @@ func TestRepairSplitScanIgnoresHelperErrorsBeforeSync(t *testing.T) {
 		}
 	}
 }
+
+// TestRepairDropsUnreferencedDeepKeys: a bucket image whose key is too
+// deep to hash stops a repair only where the slot table names its bucket
+// (a real object the repair cannot place); an image in a freed block,
+// which anyone who stores a binary can leave there, is dropped and
+// counted, and the repair keeps every live object. It made every repair
+// of the file fail. A real bucket with such a key is still refused
+// (TestDeepKeyRepairRefused). Found by an audit helper.
+func TestRepairDropsUnreferencedDeepKeys(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.dets")
+	tab := mustOpen(t, path, Options{})
+	must(t, tab.Insert(tup(etf.Int(1), etf.Binary(fakeDeepBuckets()))))
+	for i := 2; i < 50; i++ {
+		must(t, tab.Insert(tup(etf.Int(i), etf.Binary("v"))))
+	}
+	must(t, tab.Delete(etf.Int(1))) // its block is freed, the bytes stay
+	img, err := os.ReadFile(path)   // what a kill leaves: dirty
+	must(t, err)
+	must(t, tab.Close())
+	dirty := filepath.Join(dir, "dirty.dets")
+	must(t, os.WriteFile(dirty, img, 0o644))
+	st, err := Repair(dirty, Options{}, nil)
+	if err != nil {
+		t.Fatalf("repair of a file whose live objects are all plain: %v", err)
+	}
+	if st.Objects != 48 || st.ObjectsDropped == 0 {
+		t.Fatalf("stats %+v, want 48 objects and the images dropped", st)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/godets/godets/etf"
 )
@@ -77,8 +78,11 @@ type scanner struct {
 	cands []scanCand // scratch, reused per bucket
 	// deepKey is set by proveObject for a sound object whose key is too
 	// deep to hash: the repair stops (bucket returns it) rather than
-	// drop the object.
-	deepKey *DeepTermError
+	// drop the object, unless referenced says that no slot entry names
+	// its bucket (a bucket image in a freed block or in a live object's
+	// bytes, which anyone who stores a binary can plant).
+	deepKey    *DeepTermError
+	referenced func(bucket int64) bool // nil: the slot table is not trusted
 
 	// Split scan (runSplit): the smallest file split (tune.parallelScanMin),
 	// the entries the helper may hold, and the expected number it finds
@@ -183,7 +187,7 @@ type scanMark struct {
 func (s *scanner) runSplit() (int64, error) {
 	size := int64(len(s.data))
 	mid := baseAddr + (size-baseAddr)/2/scanStep*scanStep
-	h := &scanner{data: s.data, kind: s.kind, keyPos: s.keyPos, maxSz: s.maxSz, splitCap: s.splitCap}
+	h := &scanner{data: s.data, kind: s.kind, keyPos: s.keyPos, maxSz: s.maxSz, splitCap: s.splitCap, referenced: s.referenced}
 	h.out = make([]repairEntry, 0, min(s.splitHint, s.splitCap+1024))
 	h.emit = func(e repairEntry) error {
 		h.out = append(h.out, e)
@@ -263,7 +267,10 @@ func (s *scanner) bucket(p, sz int64) (tiled bool, provenEnd int64, err error) {
 		}
 	}
 	if s.deepKey != nil {
-		return tiled, 0, s.deepKey
+		if s.referenced == nil || s.referenced(p) {
+			return tiled, 0, s.deepKey
+		}
+		s.deepKey = nil // its candidate failed rule 1 and is dropped
 	}
 	if len(s.cands) == 0 {
 		return tiled, 0, nil
@@ -535,4 +542,30 @@ func readWhole(f File, size int64) ([]byte, func() error, error) {
 		return nil, nil, err
 	}
 	return b, nil, nil
+}
+
+// slotReferences returns a test of whether a slot entry of the file's
+// slot table names a bucket at an address: a bitmap of the entries'
+// pointers on the scan's 16-byte grid (at most 16 MiB for a 2 GiB file),
+// built at the first call, from any goroutine.
+func slotReferences(data []byte) func(bucket int64) bool {
+	var once sync.Once
+	var refs []uint64
+	return func(bucket int64) bool {
+		once.Do(func() {
+			refs = make([]uint64, (len(data)/scanStep+64)/64)
+			im, err := NewImage(data)
+			if err != nil {
+				return
+			}
+			im.slots(func(e SlotEntry) {
+				if e.Size > 0 && e.Ptr%scanStep == baseAddr%scanStep && e.Ptr < int64(len(data)) {
+					i := e.Ptr / scanStep
+					refs[i/64] |= 1 << (i % 64)
+				}
+			})
+		})
+		i := bucket / scanStep
+		return bucket%scanStep == baseAddr%scanStep && i/64 < int64(len(refs)) && refs[i/64]&(1<<(i%64)) != 0
+	}
 }
