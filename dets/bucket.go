@@ -44,9 +44,10 @@ func (o *object) decoded() (etf.Term, error) {
 
 // group is the objects of one key (exactly one for a set).
 type group struct {
-	key  etf.Term // nil until decoded (see keyTerm)
-	kenc []byte   // the key's encoding, or nil
-	objs []object
+	key   etf.Term // nil until decoded (see keyTerm)
+	kenc  []byte   // the key's encoding, or nil
+	objs  []object
+	index *bagIndex // a large bag group's object hashes (bag_index.go), or nil
 }
 
 // keySpan returns the bytes of element keyPos in the tuple enc encodes, or
@@ -605,13 +606,12 @@ func applyInsertSlab(kind Kind, gs []group, k etf.Term, o object, keyPos int, sl
 		}
 		return gs, 0, 0
 	case Bag:
-		for j := range g.objs {
-			if sameObject(&g.objs[j], &o) {
-				// An identical object moves to the end.
-				g.objs = append(slices.Delete(g.objs, j, j+1), o)
-				return gs, 0, 0
-			}
+		if j, ok := g.findSame(&o); ok {
+			g.bagMoveToEnd(j, o) // an identical object moves to the end
+			return gs, 0, 0
 		}
+		g.bagAppend(o)
+		return gs, 0, 1
 	}
 	g.objs = append(g.objs, o)
 	return gs, 0, 1
