@@ -72,11 +72,16 @@ func (g *group) findSame(o *object) (int, bool) {
 }
 
 // bagIndex returns g's index, building it when g is large enough and has
-// none that describes it; nil means compare object by object.
+// none that describes it; nil means compare object by object. The first
+// search of a group compares: a call that inserts one object (the usual
+// Insert) would build the index for nothing, and allocate.
 func (g *group) bagIndex() *bagIndex {
 	ix := g.index
 	switch {
 	case len(g.objs) < bagIndexMin:
+		return nil
+	case ix == nil && !g.searched:
+		g.searched = true
 		return nil
 	case ix != nil && ix.off && ix.n == len(g.objs):
 		return nil

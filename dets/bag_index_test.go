@@ -83,6 +83,13 @@ func TestBagIndexSameAsComparing(t *testing.T) {
 	if !indexed {
 		t.Fatal("the group never used its index: the test shows nothing")
 	}
+	// A group read afresh and given one object (the usual Insert) is
+	// searched by comparing, without building an index.
+	fresh := []group{{kenc: gs[0].kenc, objs: slices.Clone(gs[0].objs)}}
+	fresh, _, _ = applyInsertSlab(Bag, fresh, nil, object{enc: pool[0], kenc: keySpan(pool[0], 1)}, 1, nil)
+	if fresh[0].index != nil {
+		t.Fatal("one insert into a group built its index")
+	}
 	t.Logf("%d objects in the group", len(ref))
 }
 
