@@ -3,6 +3,8 @@ package dets
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -225,4 +227,42 @@ func lookupRaw(tab *Table, key []byte) ([][]byte, error) {
 		return nil
 	})
 	return out, err
+}
+
+// TestZeroSignKeysLikeOTP: OTP 25 writes a bag whose key 0.0 objects are
+// inserted as 0.0, -0.0 and 0.0; godets reads them in OTP's order from
+// the file, and from its native conversion, and a delete of -0.0 empties
+// the key in both, as OTP's does (TestZeroSignKeysOneGroup compares the
+// formats with each other).
+func TestZeroSignKeysLikeOTP(t *testing.T) {
+	r := otptest.Erl(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "otp.dets")
+	out := r.Eval(t, `
+{ok, T} = dets:open_file(make_ref(), [{file, binary_to_list(hd(In))}, {type, bag}]),
+ok = dets:insert(T, {0.0, a}), ok = dets:insert(T, {-0.0, b}), ok = dets:insert(T, {0.0, c}),
+L = dets:lookup(T, -0.0),
+ok = dets:close(T),
+[term_to_binary(L)]`, []byte(path))
+	want, err := etf.Decode(out[0])
+	must(t, err)
+	if len(want.(etf.List)) != 3 {
+		t.Fatalf("OTP looks up %v", want)
+	}
+	conv := filepath.Join(dir, "native.dets")
+	if _, err := Convert(path, conv, Native, ConvertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, conv} {
+		tab := openT(t, p, Options{})
+		got, err := tab.Lookup(etf.Float(0))
+		must(t, err)
+		if fmt.Sprint(etf.List(got)) != fmt.Sprint(want) {
+			t.Fatalf("%s: lookup %v, OTP %v", p, got, want)
+		}
+		must(t, tab.Delete(etf.Float(math.Copysign(0, -1))))
+		if left, err := tab.Lookup(etf.Float(0)); err != nil || len(left) != 0 {
+			t.Fatalf("%s: after the delete of -0.0: %v, %v", p, left, err)
+		}
+	}
 }
