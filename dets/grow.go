@@ -15,12 +15,15 @@ import (
 // native: two keys a slot, docs/format-native.md §5.3) and the maximum
 // allows. Tables never shrink here, in either format, as OTP's do not.
 // While a traversal runs the table does not grow, as OTP's does not while
-// it is fixed; the first write after the last traversal ends catches up.
+// it is fixed; the writes after the last traversal ends catch up, at most
+// maxGrowSteps segments each (a batch of inserts needs one), so that a
+// long traversal's postponed splits are spread over several writes
+// instead of stalling one.
 func (t *Table) maybeGrow() error {
 	if t.fixed > 0 {
 		return nil // a split would move objects under a traversal (fixTraversal)
 	}
-	for t.h.noKeys > uint64(t.lay.keysPerSlot)*t.h.next && t.h.next < t.h.maxSlots {
+	for steps := 0; steps < maxGrowSteps && t.h.noKeys > uint64(t.lay.keysPerSlot)*t.h.next && t.h.next < t.h.maxSlots; steps++ {
 		grow := t.grow
 		if t.lay.tag == tagNative {
 			grow = t.nativeGrow
@@ -34,6 +37,9 @@ func (t *Table) maybeGrow() error {
 	}
 	return nil
 }
+
+// maxGrowSteps bounds the segments one maybeGrow adds.
+const maxGrowSteps = 64
 
 // grow allocates segment Next/256 (and a new segment-array part when the
 // segment starts one), then splits old slots N..N+255: a key of slot i whose

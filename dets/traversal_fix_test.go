@@ -128,3 +128,44 @@ func keysOf(objs iter.Seq2[etf.Term, error]) iter.Seq2[etf.Term, error] {
 		}
 	}
 }
+
+// TestGrowthCatchUpSpread: the splits a long traversal postponed are
+// spread over the writes after it, at most maxGrowSteps segments each,
+// instead of all landing on the first; each write makes progress until
+// the table is grown.
+func TestGrowthCatchUpSpread(t *testing.T) {
+	forEachFormat(t, func(t *testing.T, format Format) {
+		tab := openT(t, tmpFile(t, "spread.dets"), Options{Kind: Set, Format: format})
+		must(t, tab.Insert(tup(etf.Int(0), bin("first"))))
+		perSeg := uint64(slotsPerSeg)
+		if format == Native {
+			perSeg = nativeSlotsPerSeg
+		}
+		// Enough keys, inserted during a traversal, to need more than
+		// maxGrowSteps segments afterwards.
+		n := int(uint64(tab.lay.keysPerSlot)*perSeg*(maxGrowSteps+8)) + 1000
+		for _, err := range tab.Keys() {
+			must(t, err)
+			objs := make([]etf.Term, 0, n)
+			for i := 1; i <= n; i++ {
+				objs = append(objs, tup(etf.Int(i), bin("during")))
+			}
+			must(t, tab.Insert(objs...))
+			break
+		}
+		goal := func() bool { return tab.h.noKeys <= uint64(tab.lay.keysPerSlot)*tab.h.next }
+		writes := 0
+		for !goal() {
+			before := tab.h.next
+			must(t, tab.Insert(tup(etf.Int(-writes-1), bin("after"))))
+			writes++
+			if grew := (tab.h.next - before) / perSeg; grew == 0 || grew > maxGrowSteps {
+				t.Fatalf("write %d grew the table by %d segments", writes, grew)
+			}
+		}
+		if writes < 2 {
+			t.Fatalf("caught up in %d writes: the bound did not apply", writes)
+		}
+		t.Logf("caught up in %d writes", writes)
+	})
+}
