@@ -16,6 +16,10 @@ import "slices"
 // bagIndexMin is the group size from which findSame uses the index.
 const bagIndexMin = 32
 
+// searchedOnce marks a group that a search compared object by object
+// once; the next search builds the index. Never changed.
+var searchedOnce = &bagIndex{}
+
 // bagIndex is a group's object hashes, in the group's order, and their
 // counts. It describes the group while len(hs) == len(objs); off says that
 // some object has no hash here (too deep to decode), so the group is
@@ -80,12 +84,12 @@ func (g *group) bagIndex() *bagIndex {
 	switch {
 	case len(g.objs) < bagIndexMin:
 		return nil
-	case ix == nil && !g.searched:
-		g.searched = true
+	case ix == nil:
+		g.index = searchedOnce
 		return nil
-	case ix != nil && ix.off && ix.n == len(g.objs):
+	case ix.off && ix.n == len(g.objs):
 		return nil
-	case ix != nil && !ix.off && len(ix.hs) == len(g.objs):
+	case !ix.off && ix != searchedOnce && len(ix.hs) == len(g.objs):
 		return ix
 	}
 	ix = &bagIndex{hs: make([]uint32, 0, len(g.objs)+len(g.objs)/4), counts: make(map[uint32]int32, len(g.objs))}
@@ -107,7 +111,7 @@ func (g *group) bagAppend(o object) {
 	g.objs = append(g.objs, o)
 	ix := g.index
 	switch {
-	case ix == nil:
+	case ix == nil || ix == searchedOnce:
 	case ix.off:
 		if ix.n == len(g.objs)-1 {
 			ix.n++
@@ -126,7 +130,7 @@ func (g *group) bagAppend(o object) {
 // it), keeping g's index.
 func (g *group) bagMoveToEnd(j int, o object) {
 	ix := g.index
-	valid := ix != nil && !ix.off && len(ix.hs) == len(g.objs)
+	valid := ix != nil && ix != searchedOnce && !ix.off && len(ix.hs) == len(g.objs)
 	g.objs = append(slices.Delete(g.objs, j, j+1), o)
 	if valid { // the length is unchanged, and so is an index that is off
 		h := ix.hs[j]

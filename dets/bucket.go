@@ -48,8 +48,6 @@ type group struct {
 	kenc  []byte   // the key's encoding, or nil
 	objs  []object
 	index *bagIndex // a large bag group's object hashes (bag_index.go), or nil
-	// searched: a bag insert searched the group once, comparing.
-	searched bool
 }
 
 // keySpan returns the bytes of element keyPos in the tuple enc encodes, or

@@ -135,6 +135,9 @@ func keysOf(objs iter.Seq2[etf.Term, error]) iter.Seq2[etf.Term, error] {
 // the table is grown.
 func TestGrowthCatchUpSpread(t *testing.T) {
 	forEachFormat(t, func(t *testing.T, format Format) {
+		if format == Native && testing.Short() {
+			t.Skip("75,000 objects (native segments hold 1,024 keys)")
+		}
 		tab := openT(t, tmpFile(t, "spread.dets"), Options{Kind: Set, Format: format})
 		must(t, tab.Insert(tup(etf.Int(0), bin("first"))))
 		perSeg := uint64(slotsPerSeg)
