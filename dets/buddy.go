@@ -16,6 +16,9 @@ import (
 type buddy struct {
 	base int64
 	free [maxBuddyClass + 1][]uint32 // index = class; free[0] unused
+	// read is what parseFreeLists read: every block as address<<8|class,
+	// sorted by address, for the free-space guard (freeguard.go).
+	read []uint64
 }
 
 // newBuddy returns an allocator owning one 2 GiB block at base.
@@ -214,7 +217,8 @@ func parseFreeLists(area []byte, base int64) (*buddy, int, string) {
 		last = c
 		off += size
 	}
-	if blk, ok := b.firstOverlap(); !ok {
+	b.read = b.sortedBlocks()
+	if blk, ok := firstOverlap(b.read); !ok {
 		return nil, 0, fmt.Sprintf("free blocks overlap at %d", blk)
 	}
 	return b, 0, ""
@@ -233,9 +237,9 @@ func (b *buddy) blocks() []block {
 	return out
 }
 
-// firstOverlap finds a free block that overlaps the one before it in
-// address order, sorting (address, class) pairs packed in one slice.
-func (b *buddy) firstOverlap() (int64, bool) {
+// sortedBlocks returns every free block as address<<8|class, sorted by
+// address.
+func (b *buddy) sortedBlocks() []uint64 {
 	n := 0
 	for c := range b.free {
 		n += len(b.free[c])
@@ -247,6 +251,12 @@ func (b *buddy) firstOverlap() (int64, bool) {
 		}
 	}
 	slices.Sort(all)
+	return all
+}
+
+// firstOverlap finds a free block that overlaps the one before it in
+// all, sorted by address (sortedBlocks).
+func firstOverlap(all []uint64) (int64, bool) {
 	for i := 1; i < len(all); i++ {
 		prev, cur := int64(all[i-1]>>8), int64(all[i]>>8)
 		if prev+blockSize(int(all[i-1]&0xff)) > cur {

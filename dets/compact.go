@@ -62,6 +62,9 @@ func (t *Table) compactTail() error {
 			t.lowerEnd(top.e.ptr + top.e.size)
 			return nil
 		}
+		if err := t.vetFileFree(ptr, blockSize(buddyClass(top.e.size))); err != nil {
+			return err
+		}
 		if err := t.moveBucket(top, ptr); err != nil {
 			return err
 		}
@@ -102,6 +105,9 @@ func (t *Table) moveTopTable(end int64) (moved bool, err error) {
 	if !ok {
 		t.lowerEnd(end)
 		return false, nil
+	}
+	if err := t.vetFileFree(ptr, segmentSize); err != nil {
+		return false, err
 	}
 	var b [segmentSize]byte
 	if err := t.readAt(b[:], a); err != nil {

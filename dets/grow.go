@@ -51,12 +51,18 @@ func (t *Table) grow() error {
 	partAddr := int64(-1)
 	if seg%segsPerPart == 0 {
 		a, err := t.bud.alloc(partSize)
+		if err == nil {
+			err = t.vetFileFree(a, partSize)
+		}
 		if err != nil {
 			return err
 		}
 		partAddr = a
 	}
 	segAddr, err := t.bud.alloc(segmentSize)
+	if err == nil {
+		err = t.vetFileFree(segAddr, segmentSize)
+	}
 	if err != nil {
 		if partAddr >= 0 {
 			t.bud.freeBlock(partAddr, partSize)
@@ -175,6 +181,9 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		if err != nil {
 			return undo(fmt.Errorf("%w: %s", err, t.path))
 		}
+		if err := t.vetFileFree(ptr, blockSize(buddyClass(size))); err != nil {
+			return undo(err)
+		}
 		grown = append(grown, slotEntry{size, ptr})
 		fresh.appendBucket(t, ptr, n+uint64(j)+m, move)
 		news[j] = t.wordOf(slotEntry{size, ptr})
@@ -185,6 +194,9 @@ func (t *Table) growAt(seg int, partAddr, segAddr int64) error {
 		ptr, err = t.bud.alloc(size)
 		if err != nil {
 			return undo(fmt.Errorf("%w: %s", err, t.path))
+		}
+		if err := t.vetFileFree(ptr, blockSize(buddyClass(size))); err != nil {
+			return undo(err)
 		}
 		grown = append(grown, slotEntry{size, ptr})
 		fresh.appendBucket(t, ptr, n+uint64(j), keep)

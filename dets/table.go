@@ -34,6 +34,7 @@ type Table struct {
 	h      header // in-memory header; counts and counters are kept exact
 
 	bud        *buddy
+	fileFree   fileFree                 // otp9: the free space the file's lists named at open (freeguard.go)
 	parts      [numParts]uint32         // otp9's part table (32-bit like its file; a format of its own keeps its own)
 	segs       []int64                  // otp9's segment addresses (native's are nat.segs)
 	segCache   []*[slotsPerSeg]slotWord // lazily read slot entries, in pages of 256 (see segment)
@@ -313,6 +314,18 @@ func (t *Table) load(opts *Options, size int64) (*repairRequest, error) {
 	if err := t.loadSegments(); err != nil {
 		return nil, err
 	}
+	if msg := t.freeOverlapsTables(); msg != "" {
+		// The free lists are wrong, as when they do not parse: a repair
+		// decision, the file unchanged until then.
+		reason := corrupt(t.path, "freelist", int64(h.freelistsPtr), "%s", msg)
+		switch {
+		case opts.Repair == NoRepair:
+			return nil, fmt.Errorf("%w: %s: %w", ErrNeedsRepair, t.path, reason)
+		case opts.ReadOnly:
+			return nil, fmt.Errorf("%w: %s: %w", ErrNotClosed, t.path, reason)
+		}
+		return &repairRequest{hdr: &h}, nil
+	}
 	t.hdrKeys = h.noKeys
 	if t.h.counters == ([numCounters]uint32{}) && t.h.noObjects > 0 {
 		// A 9(a) file has no size-class counters. Count the buckets now:
@@ -370,6 +383,8 @@ func (t *Table) loadFreeLists(size int64) error {
 		return corrupt(t.path, "freelist", flp+int64(off), "%s", msg)
 	}
 	t.bud = b
+	t.fileFree = newFileFree(b.read, flp)
+	b.read = nil
 	return nil
 }
 
@@ -781,6 +796,9 @@ func (t *Table) writeGroups(slot uint64, old slotEntry, gs []group) error {
 	ptr, err := t.bud.alloc(size)
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, t.path)
+	}
+	if err := t.vetFileFree(ptr, blockSize(buddyClass(size))); err != nil {
+		return err
 	}
 	if err := t.writeBucket(t.wbuf, ptr); err != nil {
 		return err

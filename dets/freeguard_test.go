@@ -1,0 +1,227 @@
+package dets
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/godets/godets/etf"
+)
+
+// freeGuardTable builds a closed otp9 set of n objects {K, Pad} and
+// returns its path with a live bucket of it: its slot entry and the keys
+// it holds.
+func freeGuardTable(t *testing.T, n int) (path string, live slotEntry, keys []etf.Term) {
+	t.Helper()
+	path = tmpFile(t, "guard.dets")
+	tab := mustOpen(t, path, Options{})
+	for i := range n {
+		if err := tab.Insert(tup(etf.Int(i), bin(fmt.Sprintf("%0100d", i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The bucket with the most keys, so that losing it shows.
+	for slot := range tab.h.next {
+		e, err := tab.entry(slot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.size == 0 || e.size <= live.size {
+			continue
+		}
+		body, err := tab.readBucket(slot, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs, _, perr := tab.parseBucket(body, nil, nil)
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		live, keys = e, keys[:0]
+		for i := range gs {
+			k, err := gs[i].keyTerm(tab.keyPos)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, k)
+		}
+	}
+	if err := tab.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if live.size == 0 {
+		t.Fatal("no live bucket")
+	}
+	return path, live, keys
+}
+
+// rewriteFreeLists replaces a closed otp9 file's free lists with what
+// change makes of them (the header's MD5 does not cover them).
+func rewriteFreeLists(t *testing.T, path string, change func(b *buddy)) {
+	t.Helper()
+	img := readFileT(t, path)
+	flp := int64(be.Uint32(img))
+	b, _, msg := parseFreeLists(img[flp:len(img)-trailerSize], baseAddr)
+	if msg != "" {
+		t.Fatalf("free lists of %s: %s", path, msg)
+	}
+	// The trailer is FreelistsPointer + the area + 4 - FlBase; keep the
+	// FlBase term as it was.
+	adjust := int64(be.Uint32(img[len(img)-trailerSize:])) - int64(len(img)-trailerSize+trailerSize)
+	change(b)
+	if blk, ok := firstOverlap(b.sortedBlocks()); !ok {
+		t.Fatalf("the changed free lists overlap at %d", blk)
+	}
+	area := b.appendFreeLists(nil)
+	area = be.AppendUint32(area, uint32(flp+int64(len(area))+trailerSize+adjust))
+	img = append(img[:flp], area...)
+	if err := os.WriteFile(path, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dropClassesUpTo removes every free block of class c or below, so that
+// the next small allocation takes the block the test adds.
+func dropClassesUpTo(b *buddy, c int) {
+	for i := 1; i <= c; i++ {
+		b.free[i] = nil
+	}
+}
+
+// TestFreeListNamingLiveBucket: a damaged free list that names a block
+// holding a live bucket (the whole block, or the second half of it) opens
+// as OTP would open it, but the first allocation of that block stops the
+// table with ErrCorrupt instead of writing over the bucket: the file is
+// left needing a repair, and the repair keeps every object. Before the
+// guard, the insert overwrote the bucket and its keys were gone.
+func TestFreeListNamingLiveBucket(t *testing.T) {
+	for _, inner := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inner=%v", inner), func(t *testing.T) {
+			const n = 300
+			path, live, keys := freeGuardTable(t, n)
+			c := buddyClass(live.size)
+			rewriteFreeLists(t, path, func(b *buddy) {
+				if inner {
+					// live.size > blockSize(c-1): the bucket's tail lies in
+					// its block's second half.
+					dropClassesUpTo(b, c-1)
+					b.insert(c-1, live.ptr+blockSize(c-1))
+					return
+				}
+				dropClassesUpTo(b, c)
+				b.insert(c, live.ptr)
+			})
+			tab, err := Open(path, Options{})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			var stop error
+			added := 0
+			for i := n; i < n+200 && stop == nil; i++ {
+				stop = tab.Insert(tup(etf.Int(i), bin("x")))
+				if stop == nil {
+					added++
+				}
+			}
+			var ce *CorruptionError
+			if !errors.Is(stop, ErrCorrupt) || !errors.As(stop, &ce) || ce.Section != "freelist" {
+				t.Fatalf("inserts over the damaged free list: %v, want a freelist CorruptionError", stop)
+			}
+			t.Logf("stopped after %d inserts: %v", added, stop)
+			if err := tab.Insert(tup(etf.Int(-1), bin("x"))); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("insert after the stop: %v, want the same error", err)
+			}
+			tab.Close()
+			if _, err := Open(path, Options{}); !errors.Is(err, ErrNeedsRepair) {
+				t.Fatalf("reopen: %v, want ErrNeedsRepair", err)
+			}
+			tab = openT(t, path, Options{Repair: AutoRepair})
+			for _, k := range keys {
+				if objs := lookupT(t, tab, k); len(objs) != 1 {
+					t.Errorf("key %s of the guarded bucket: %d objects after repair", etf.Format(k), len(objs))
+				}
+			}
+			info, err := tab.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Size != n+added {
+				t.Errorf("%d objects after repair, want %d", info.Size, n+added)
+			}
+		})
+	}
+}
+
+// TestFreeListOverlappingSegment: a free list naming a segment's block is
+// a bad free list, found at open: NoRepair refuses the file unchanged,
+// AutoRepair rebuilds it with every object.
+func TestFreeListOverlappingSegment(t *testing.T) {
+	const n = 3000 // enough to grow segments in the buddy area
+	path, _, _ := freeGuardTable(t, n)
+	tab := mustOpen(t, path, Options{ReadOnly: true})
+	segs := slices.Clone(tab.segs)
+	tab.Close()
+	seg := slices.Max(segs)
+	if seg < baseAddr+segmentSize {
+		t.Fatalf("no segment above the base: %v", segs)
+	}
+	rewriteFreeLists(t, path, func(b *buddy) {
+		c := buddyClass(segmentSize)
+		dropClassesUpTo(b, c)
+		b.insert(c, seg)
+	})
+	before := fileHash(t, path)
+	_, err := Open(path, Options{})
+	if !errors.Is(err, ErrNeedsRepair) || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open: %v, want ErrNeedsRepair naming the free lists", err)
+	}
+	if _, err := Open(path, Options{ReadOnly: true, Repair: AutoRepair}); !errors.Is(err, ErrNotClosed) {
+		t.Fatalf("read-only Open: %v, want ErrNotClosed", err)
+	}
+	if fileHash(t, path) != before {
+		t.Fatal("a refused open changed the file")
+	}
+	tab = openT(t, path, Options{Repair: AutoRepair})
+	info, err := tab.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size != n {
+		t.Errorf("%d objects after repair, want %d", info.Size, n)
+	}
+}
+
+// TestFreeGuardChurn: on healthy files the guard never fires. Each kind
+// goes through reopen cycles of random inserts (pads that span several
+// size classes) and deletes, so that every session allocates from free
+// lists read from the file; the contents must match the model at the end.
+func TestFreeGuardChurn(t *testing.T) {
+	rng := rand.New(rand.NewSource(testSeed(t)))
+	cycles := 25
+	if testing.Short() {
+		cycles = 8
+	}
+	for _, kind := range allKinds {
+		path := tmpFile(t, "churn.dets")
+		m := newModel(kind)
+		for range cycles {
+			tab := mustOpen(t, path, Options{Kind: kind})
+			for range 150 {
+				k := rng.Intn(400)
+				if rng.Intn(3) == 0 {
+					deleteBoth(t, tab, m, etf.Int(k))
+					continue
+				}
+				insertBoth(t, tab, m, paddedObj(k, rng.Intn(3), rng.Intn(700)))
+			}
+			if err := tab.Close(); err != nil {
+				t.Fatalf("%s: Close: %v", kind, err)
+			}
+		}
+		tab := openT(t, path, Options{Kind: kind})
+		checkModel(t, tab, m, 400)
+	}
+}
