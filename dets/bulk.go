@@ -117,11 +117,16 @@ func (t *Table) buildSlots(p bulkParams, src iter.Seq2[bulkObject, error]) error
 // in order with Insert's rules. All objects are read and encoded before the
 // file is touched, so an error from objs, or a bad object, leaves the table
 // unchanged; the objects' encodings are held in memory meanwhile.
+//
+// objs runs without the table's lock, so it may read this table:
+// InitTable(t.All()) rebuilds a table from its own content. A write of
+// another goroutine that lands while objs runs is replaced with the rest.
 func (t *Table) InitTable(objs iter.Seq2[etf.Term, error]) error {
+	// A closed or read-only table is refused before objs runs.
 	if err := t.begin(true); err != nil {
 		return err
 	}
-	defer t.mu.Unlock()
+	t.mu.Unlock()
 	type item struct {
 		bulkObject
 		hash uint64
@@ -131,12 +136,19 @@ func (t *Table) InitTable(objs iter.Seq2[etf.Term, error]) error {
 		if err != nil {
 			return err
 		}
+		// prepare without the lock: native hashes the key's bytes
+		// inside the object's encoding (preparedHash), touching none of
+		// t's buffers; the kind, key position and format never change.
 		ps, err := t.prepare([]etf.Term{o})
 		if err != nil {
 			return err
 		}
 		items = append(items, item{bulkObject{key: ps[0].key, obj: ps[0].obj}, ps[0].hash})
 	}
+	if err := t.begin(true); err != nil {
+		return err
+	}
+	defer t.mu.Unlock()
 	// Count distinct keys: sort by hash, then key.
 	idx := make([]int, len(items))
 	for i := range idx {

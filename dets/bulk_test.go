@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math/rand"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/godets/godets/etf"
 	mdl "github.com/godets/godets/internal/model"
@@ -208,4 +210,61 @@ func TestInteropFreshIdentical(t *testing.T) {
 			t.Errorf("case %+v: Go file (%d bytes) differs from OTP's (%d bytes)", cs, len(got), len(out[i]))
 		}
 	}
+}
+
+// TestInitTableFromItself: InitTable's iterator may read the table it
+// rebuilds. InitTable(tab.All()) used to run All under the lock InitTable
+// held and never returned, keeping every other caller out for good.
+func TestInitTableFromItself(t *testing.T) {
+	forEachFormat(t, func(t *testing.T, format Format) {
+		for _, kind := range allKinds {
+			// Not openT: its cleanup would wait forever on a deadlocked table.
+			tab := mustOpen(t, tmpFile(t, "self.dets"), Options{Kind: kind, Format: format})
+			for i := range 300 {
+				must(t, tab.Insert(paddedObj(i%200, i%2, i%50)))
+			}
+			before := sortedContents(t, tab)
+			// All of it, and then a filter that looks keys up as it goes.
+			for _, odd := range []bool{false, true} {
+				src := func(yield func(etf.Term, error) bool) {
+					for o, err := range tab.All() {
+						if err == nil && odd {
+							key := o.(etf.Tuple)[0]
+							if int(key.(etf.Int))%2 == 0 {
+								continue
+							}
+							if _, err = tab.Lookup(key); err != nil {
+								yield(nil, err)
+								return
+							}
+						}
+						if !yield(o, err) {
+							return
+						}
+					}
+				}
+				done := make(chan error, 1)
+				go func() { done <- tab.InitTable(src) }()
+				select {
+				case err := <-done:
+					must(t, err)
+				case <-time.After(20 * time.Second):
+					t.Fatalf("%s: InitTable from the table's own All did not return in 20 s", kind)
+				}
+			}
+			var want []string
+			for _, enc := range before {
+				o, err := etf.Decode([]byte(enc))
+				must(t, err)
+				if int(o.(etf.Tuple)[0].(etf.Int))%2 == 1 {
+					want = append(want, enc)
+				}
+			}
+			if got := sortedContents(t, tab); !slices.Equal(got, want) {
+				t.Fatalf("%s: %d objects after the rebuilds, want the %d odd-keyed of %d", kind, len(got), len(want), len(before))
+			}
+			mustCheck(t, tab)
+			must(t, tab.Close())
+		}
+	})
 }

@@ -94,9 +94,28 @@ func (t *Table) prepareInto(sc *opScratch, objs []etf.Term) ([]prepared, error) 
 		if err != nil {
 			return nil, fmt.Errorf("%w: object %d: %w", ErrBadObject, i, err)
 		}
-		ps[i] = prepared{key: k, obj: object{term: o, enc: enc, kenc: keySpan(enc, t.keyPos)}, hash: t.hashKey(k)}
+		kenc := keySpan(enc, t.keyPos)
+		ps[i] = prepared{key: k, obj: object{term: o, enc: enc, kenc: kenc}, hash: t.preparedHash(k, kenc)}
 	}
 	return ps, nil
+}
+
+// preparedHash is hashKey for a key whose encoding kenc is at hand inside
+// its object's: native hashes those bytes instead of encoding the key
+// again. It uses none of t's buffers, so InitTable runs it without the
+// lock.
+func (t *Table) preparedHash(k etf.Term, kenc []byte) uint64 {
+	if t.lay.tag != tagNative {
+		return keyHash(k)
+	}
+	if kenc == nil {
+		enc, err := etf.Encode(k)
+		if err != nil {
+			return 0 // prepare encoded the object, so its key encodes
+		}
+		kenc = enc[1:]
+	}
+	return nativeKeyHash(kenc)
 }
 
 // opScratch holds the reusable buffers of one operation (see scratchPool).
@@ -566,6 +585,11 @@ func (t *Table) First() (key etf.Term, ok bool, err error) {
 // Next returns the key after key in slot order (OTP dets:next/2): the next
 // key of the same bucket in key order, else the first key of the next
 // non-empty slot. key need not be in the table. ok is false at the end.
+//
+// A First/Next walk does not fix the table, as in OTP without
+// safe_fixtable: inserts between the calls (from any goroutine) may split
+// slots, and the walk then skips or repeats keys. Keys and All fix the
+// table while their loop runs and see each key that stays exactly once.
 func (t *Table) Next(key etf.Term) (next etf.Term, ok bool, err error) {
 	if err := t.begin(false); err != nil {
 		return nil, false, err
