@@ -98,12 +98,17 @@ func Convert(src, dst string, to Format, opts ConvertOptions) (ConvertStats, err
 	if to != OTP9 && to != Native {
 		return st, fmt.Errorf("%w: unknown format %d", ErrInvalidOptions, to)
 	}
-	if fi, err := os.Lstat(dst); err == nil {
-		if !opts.Force {
-			return st, fmt.Errorf("dets: convert: %s: %w", dst, fs.ErrExist)
-		}
-		if si, err := os.Stat(src); err == nil && os.SameFile(si, fi) {
-			return st, fmt.Errorf("%w: convert: %s and %s are the same file", ErrInvalidOptions, src, dst)
+	if _, err := os.Lstat(dst); err == nil && !opts.Force {
+		return st, fmt.Errorf("dets: convert: %s: %w", dst, fs.ErrExist)
+	}
+	// The names Convert replaces or removes must not reach src, by any
+	// link: dst itself, and its temporary and spill files (removed before
+	// the write starts).
+	if si, err := os.Stat(src); err == nil {
+		for _, name := range []string{dst, tmpPath(dst), sortPath(dst)} {
+			if fi, err := os.Stat(name); err == nil && os.SameFile(si, fi) {
+				return st, fmt.Errorf("%w: convert: %s and %s are the same file", ErrInvalidOptions, src, name)
+			}
 		}
 	}
 	claim, err := claimPath(nil, dst)
@@ -174,14 +179,6 @@ func otp9SizeBound(next uint64, sizes []uint32, objBytes int64, objects uint64) 
 		need += uint64(1+2*log2ceil(chunk)) * uint64(chunk) // the chunk tails of two placers
 	}
 	return need
-}
-
-// removeStale removes what a conversion killed earlier left at path.
-func removeStale(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
 }
 
 // convertToOTP9 writes dst+".TMP" as the otp9 file of the native table t:
@@ -304,9 +301,6 @@ func convertToOTP9(t *Table, srcPath, dst string, st *ConvertStats) error {
 		return err
 	}
 	p.data, p.size = staged, int64(len(staged))
-	if err := removeStale(tmpPath(dst)); err != nil {
-		return err
-	}
 	if err := p.sort(); err != nil {
 		return err
 	}

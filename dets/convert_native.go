@@ -138,10 +138,7 @@ func convertToNative(t *Table, srcPath, tmp string, st *ConvertStats) error {
 		return err
 	}
 	st.ExternalSort = idx.spilled
-	if err := removeStale(tmp); err != nil {
-		return err
-	}
-	out, err := OSFS{}.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	out, err := createFresh(OSFS{}, tmp, 0o644)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"os"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -503,7 +502,7 @@ func (p *repairPlan) nativeBuild() error {
 	if err := checkWritable(p.fs, p.path); err != nil {
 		return err
 	}
-	out, err := p.fs.OpenFile(p.tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	out, err := createFresh(p.fs, p.tmp, 0o644)
 	if err != nil {
 		return err
 	}

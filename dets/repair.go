@@ -1,7 +1,9 @@
 package dets
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -204,6 +206,17 @@ type repairPlan struct {
 
 func tmpPath(path string) string  { return path + ".TMP" }
 func sortPath(path string) string { return path + ".TMP.sort" }
+
+// createFresh creates path as a new file, removing what was there first: a
+// stale file of an earlier run goes, and a link planted at the name is
+// removed, never followed (O_EXCL), so that a repair cannot truncate the
+// table itself (a hard link) or another file (a symlink) through it.
+func createFresh(fsys FS, path string, perm fs.FileMode) (File, error) {
+	if err := fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+}
 
 // repairTable rebuilds params.path in place: the pipeline of Repair's doc.
 // It returns the stats so far also when a stage fails.
@@ -419,7 +432,7 @@ func (p *repairPlan) build() error {
 	if err := checkWritable(p.fs, p.path); err != nil {
 		return err
 	}
-	out, err := p.fs.OpenFile(p.tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	out, err := createFresh(p.fs, p.tmp, 0o644)
 	if err != nil {
 		return err
 	}
@@ -545,6 +558,13 @@ var repairFile = func(path string, opts Options, h *header) error {
 
 func paramsFor(path string, opts Options, progress func(RepairProgress)) repairParams {
 	p := repairParams{fs: opts.FS, path: path, wantKind: opts.Kind, wantKeyPos: opts.KeyPos, progress: progress, tune: opts.tuned()}
+	if opts.FS == nil {
+		// A repair replaces the file a symbolic link names, not the link:
+		// PATH.TMP goes beside the data and the rename lands on it.
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			p.path = real
+		}
+	}
 	if lo, hi, err := opts.slotBounds(); err == nil {
 		if opts.MinSlots > 0 {
 			p.wantMinSlots = lo

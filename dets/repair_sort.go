@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"os"
 	"slices"
 )
 
@@ -54,7 +53,7 @@ func (x *entryIndex) add(e repairEntry) error {
 
 func (x *entryIndex) spillMem() error {
 	if x.spill == nil {
-		f, err := x.fs.OpenFile(x.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+		f, err := createFresh(x.fs, x.path, 0o600)
 		if err != nil {
 			return err
 		}
