@@ -220,3 +220,44 @@ func TestNativeRepairIgnoresOTP9Bytes(t *testing.T) {
 		t.Fatalf("files left: %v", names)
 	}
 }
+
+// TestNativeDamagedFreeRecordAtOpen: a clean native file whose free record
+// fails its checksum is a repair decision at a writable open, as a
+// malformed otp9 free list is: NoRepair refuses it unchanged, a read-only
+// open (which never parses the record) reads it, and AutoRepair rebuilds
+// it and takes writes. It used to open, and then every write failed with
+// ErrCorrupt while AutoRepair never repaired it.
+func TestNativeDamagedFreeRecordAtOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "n.dets")
+	tab := mustOpen(t, path, Options{Format: Native})
+	for i := range 500 {
+		must(t, tab.Insert(tup(etf.Int(i), bin("v"))))
+	}
+	for i := range 200 {
+		must(t, tab.Delete(etf.Int(i)))
+	}
+	must(t, tab.Close())
+	tab = mustOpen(t, path, Options{ReadOnly: true})
+	freeOff := int64(tab.nat.meta.freeOff)
+	must(t, tab.Close())
+	b := readFileT(t, path)
+	b[freeOff+1] ^= 0x40
+	must(t, os.WriteFile(path, b, 0o644))
+
+	if _, err := Open(path, Options{}); !errors.Is(err, ErrNeedsRepair) || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("NoRepair: %v, want ErrNeedsRepair naming the free record", err)
+	}
+	if !bytes.Equal(readFileT(t, path), b) {
+		t.Fatal("a refused open changed the file")
+	}
+	tab = mustOpen(t, path, Options{ReadOnly: true})
+	if objs, err := tab.Lookup(etf.Int(300)); err != nil || len(objs) != 1 {
+		t.Fatalf("read-only lookup: %v %v", objs, err)
+	}
+	must(t, tab.Close())
+	tab = openT(t, path, Options{Repair: AutoRepair})
+	must(t, tab.Insert(tup(etf.Int(1000), bin("w"))))
+	if info, err := tab.Info(); err != nil || info.Size != 301 {
+		t.Fatalf("after AutoRepair and an insert: %d objects (%v), want 301", info.Size, err)
+	}
+}

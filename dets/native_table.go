@@ -235,6 +235,16 @@ func (t *Table) loadNative(opts *Options, size int64) (*repairRequest, error) {
 	t.fileEnd = int64(m.dataEnd)
 	t.dirty = false
 	t.startEpoch()
+	if !recovering && !opts.ReadOnly {
+		// A writable open loads the allocator now, not at the first
+		// write: a damaged free record is then a repair decision, as a
+		// malformed otp9 free list is, instead of an error on every write.
+		if err := t.nativeBeginWrite(); errors.Is(err, ErrCorrupt) {
+			return needs(err)
+		} else if err != nil {
+			return nil, err
+		}
+	}
 	if recovering {
 		if err := t.nativeRecover(); errors.Is(err, errNativeFallback) {
 			return &repairRequest{}, nil // §11.3: recovery gives way to the full repair
