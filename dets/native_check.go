@@ -2,7 +2,6 @@ package dets
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -26,14 +25,16 @@ type DamagedObject struct {
 	Offset int64    // of the object record
 	Slot   uint64   // the slot whose bucket holds it
 	Key    etf.Term // the key element, when it decodes
-	// KeyOK says Key was decoded. When Reason is a checksum mismatch the
-	// key is unverified: it was read from bytes that failed their sum.
+	// KeyOK says Key was decoded. When the record failed its framing or
+	// checksum the key is unverified: it was read from bytes that failed
+	// their sum.
 	KeyOK  bool
 	Reason string
+	sumOK  bool // the record passed its checksum
 }
 
 // Verified reports whether Key comes from a record whose checksum passed.
-func (d DamagedObject) Verified() bool { return d.KeyOK && d.Reason != reasonChecksum }
+func (d DamagedObject) Verified() bool { return d.KeyOK && d.sumOK }
 
 const reasonChecksum = "checksum mismatch"
 
@@ -282,23 +283,16 @@ func (c *checker) nativeBucket(slot uint64, e nativeEntry, b []byte, gs []group)
 	var objects uint64
 	for pos < len(body) {
 		recOff := off + int64(pos)
-		objects++
 		enc, n, err := decodeNativeObject(t.path, body[pos:], recOff)
 		if err != nil {
-			d := DamagedObject{Offset: recOff, Slot: slot, Reason: reasonOf(err)}
-			next := pos
-			if l, v := binary.Uvarint(body[pos+min(8, len(body)-pos) : min(len(body), pos+8+binary.MaxVarintLen64)]); v > 0 && d.Reason == reasonChecksum {
-				raw := body[pos+8+v : pos+8+v+int(l)]
-				d.Key, d.KeyOK = keyOfRaw(raw, t.keyPos)
-				next = pos + 8 + v + int(l)
-			}
-			c.damaged(d, &counted)
-			if next == pos {
-				break // the framing is lost: the rest of the bucket is unreadable
-			}
+			// Step over the damage as repair does: a damaged length that
+			// still fits would land inside a record.
+			next := resyncNative(body, pos)
+			objects += c.nativeDamagedRun(slot, off, body, pos, next, &counted)
 			pos = next
 			continue
 		}
+		objects++
 		kenc, deep, why := nativeObjectKeyDeep(enc, t.keyPos)
 		if deep != nil {
 			c.deep(recOff, false, deep) // sound, too deep to decode: listed, as on otp9
@@ -307,7 +301,7 @@ func (c *checker) nativeBucket(slot uint64, e nativeEntry, b []byte, gs []group)
 			why = fmt.Sprintf("key does not hash to slot %d", h.slot)
 		}
 		if why != "" {
-			d := DamagedObject{Offset: recOff, Slot: slot, Reason: why}
+			d := DamagedObject{Offset: recOff, Slot: slot, Reason: why, sumOK: true}
 			d.Key, d.KeyOK = keyOfRaw(enc, t.keyPos)
 			c.damaged(d, &counted)
 			pos += n
@@ -349,6 +343,28 @@ func (c *checker) nativeBucket(slot uint64, e nativeEntry, b []byte, gs []group)
 		}
 	}
 	return gs, objects, uint64(len(gs))
+}
+
+// nativeDamagedRun names the damaged records of body (a bucket read at
+// off) from pos up to the next sound one at next, as many as repair drops
+// there (chainStarts), and returns their number. Each key is read from the
+// record's span, since its length word may be what is damaged.
+func (c *checker) nativeDamagedRun(slot uint64, off int64, body []byte, pos, next int, counted *bool) uint64 {
+	starts := chainStarts(body, pos, next)
+	for i, at := range starts {
+		end := next
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		d := DamagedObject{Offset: off + int64(at), Slot: slot, Reason: reasonChecksum}
+		// No record before next passes (resyncNative stops at the first that does).
+		if _, _, err := decodeNativeObject(c.t.path, body[at:], d.Offset); err != nil {
+			d.Reason = reasonOf(err)
+		}
+		d.Key, d.KeyOK = keyOfRaw(damagedETF(body, at, end), c.t.keyPos)
+		c.damaged(d, counted)
+	}
+	return uint64(len(starts))
 }
 
 // reasonOf is a corruption error's reason, or the error's text.

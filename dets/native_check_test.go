@@ -1,6 +1,7 @@
 package dets
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -181,9 +182,10 @@ func TestNativeCheckNamesDamage(t *testing.T) {
 	}
 }
 
-// TestNativeCheckLostFraming: a damaged length word loses the framing of
-// the rest of the bucket; Check names the record with "key unreadable"
-// semantics (KeyOK false) and goes on with the other buckets.
+// TestNativeCheckLostFraming: a damaged length word that runs past the
+// bucket and over the ETF's version byte; Check resyncs to the next record,
+// names this one with "key unreadable" semantics (KeyOK false) and counts
+// the rest as sound.
 func TestNativeCheckLostFraming(t *testing.T) {
 	path := nativeCheckTable(t, Set, 100)
 	first, _ := nativeObjectAt(t, path, 5)
@@ -200,7 +202,7 @@ func TestNativeCheckLostFraming(t *testing.T) {
 	if r.DamagedCount < 1 || r.Damaged[0].Offset != first || r.Damaged[0].KeyOK {
 		t.Fatalf("damaged %+v, want the object at %d with its key unreadable", r.Damaged, first)
 	}
-	if r.Objects+r.DamagedCount < 99 || r.Objects > 99 {
+	if r.DamagedCount != 1 || r.Objects != 99 {
 		t.Fatalf("%d sound and %d damaged objects of 100", r.Objects, r.DamagedCount)
 	}
 }
@@ -397,6 +399,104 @@ func TestNativeFreeRecordNoLeak(t *testing.T) {
 				noLeak("after the checkpoint", round)
 			}
 			must(t, tab.Close())
+		}
+	}
+}
+
+// TestCheckDamagedLengthResyncs: a bit flip in a record's uvarint length
+// fails that record alone. Check must resync past it as repair does, so
+// that both agree on the damage: exactly the flipped record, at its
+// offset and with its key (unverified), every other record sound, and no
+// damage reported where no record starts. Each case runs Repair on a copy
+// of the same file and holds Check to its counts and to the key it drops.
+func TestCheckDamagedLengthResyncs(t *testing.T) {
+	const keys = 200
+	flips := []struct {
+		name string
+		bit  byte
+	}{
+		{"shorter", 0x10}, // still minimal, still inside the bucket
+		{"low bit", 0x01},
+		{"longer", 0x20},
+		{"past the bucket", 0x80}, // a continuation bit: the length runs on into the ETF
+	}
+	for _, k := range []Kind{Set, Bag, DuplicateBag} {
+		path := nativeCheckTable(t, k, keys)
+		orig := readFileT(t, path)
+		total, per := int64(keys), 1
+		if k != Set {
+			total, per = 2*keys, 2
+		}
+		for _, key := range []int64{0, 77, keys - 1} {
+			first, second := nativeObjectAt(t, path, key)
+			recs := []int64{first}
+			if k != Set {
+				recs = append(recs, second) // the key's second object
+			}
+			for ri, rec := range recs {
+				for _, f := range flips {
+					t.Run(fmt.Sprintf("%s/key%d/rec%d/%s", k, key, ri, f.name), func(t *testing.T) {
+						dir := t.TempDir()
+						damaged := filepath.Join(dir, "check.dets")
+						b := append([]byte(nil), orig...)
+						b[rec+8] ^= f.bit
+						must(t, os.WriteFile(damaged, b, 0o644))
+						copyPath := filepath.Join(dir, "repair.dets")
+						must(t, os.WriteFile(copyPath, b, 0o644))
+
+						r := checkReportOf(t, damaged)
+						st, err := Repair(copyPath, Options{}, nil)
+						must(t, err)
+						if st.ObjectsDropped != 1 || st.ObjectsFound != total-1 {
+							t.Fatalf("Repair: found %d, dropped %d; want %d and 1", st.ObjectsFound, st.ObjectsDropped, total-1)
+						}
+						if r.DamagedCount != st.ObjectsDropped || r.Objects != st.ObjectsFound || len(r.Damaged) != 1 {
+							t.Fatalf("Check: %d damaged %+v, %d sound; Repair dropped %d, found %d", r.DamagedCount, r.Damaged, r.Objects, st.ObjectsDropped, st.ObjectsFound)
+						}
+						d := r.Damaged[0]
+						if d.Offset != rec || !d.KeyOK || d.Verified() || !etf.Equal(d.Key, etf.Int(key)) {
+							t.Fatalf("damaged %+v; want the record at %d, key %d unverified", d, rec, key)
+						}
+						// Repair dropped an object of that same key.
+						tab, err := Open(copyPath, Options{ReadOnly: true})
+						must(t, err)
+						defer tab.Close()
+						objs, err := tab.Lookup(etf.Int(key))
+						must(t, err)
+						if len(objs) != per-1 {
+							t.Fatalf("repaired key %d holds %d objects, want %d", key, len(objs), per-1)
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestCheckDamagedChainNamesEach: two adjacent records whose values are
+// damaged keep their lengths; Check names both, each at its own offset
+// with its key, as repair drops both.
+func TestCheckDamagedChainNamesEach(t *testing.T) {
+	path := nativeCheckTable(t, Bag, 200)
+	first, second := nativeObjectAt(t, path, 77)
+	b := readFileT(t, path)
+	l, v := binary.Uvarint(b[second+8:])
+	end := second + 8 + int64(v) + int64(l)
+	b[second-2] ^= 0x20 // the last bytes of each record's value
+	b[end-2] ^= 0x20
+	must(t, os.WriteFile(path, b, 0o644))
+	copyPath := filepath.Join(t.TempDir(), "repair.dets")
+	must(t, os.WriteFile(copyPath, b, 0o644))
+	r := checkReportOf(t, path)
+	st, err := Repair(copyPath, Options{}, nil)
+	must(t, err)
+	if st.ObjectsDropped != 2 || r.DamagedCount != 2 || r.Objects != st.ObjectsFound || len(r.Damaged) != 2 {
+		t.Fatalf("Check: %d damaged %+v, %d sound; Repair dropped %d, found %d", r.DamagedCount, r.Damaged, r.Objects, st.ObjectsDropped, st.ObjectsFound)
+	}
+	for i, at := range []int64{first, second} {
+		d := r.Damaged[i]
+		if d.Offset != at || d.Reason != reasonChecksum || !d.KeyOK || d.Verified() || !etf.Equal(d.Key, etf.Int(77)) {
+			t.Fatalf("damaged %+v; want the record at %d, key 77 unverified", d, at)
 		}
 	}
 }

@@ -431,7 +431,8 @@ func (w *recordWalk) walkFrom(body []byte, off uint64, pos int, emit func(etfOff
 // length damaged to point past the next record cannot skip it. A
 // candidate is a minimal uvarint length that fits, followed by an ETF
 // version byte and a tuple tag, before its checksum is computed. It
-// returns len(body) when there is none.
+// returns len(body) when there is none. Check steps over damage with it
+// too, so that it names the records repair drops.
 func resyncNative(body []byte, pos int) int {
 	for q := pos + 1; q+nativeMinObjectRecord <= len(body); q++ {
 		if recordPasses(body, q) {
@@ -458,30 +459,57 @@ func recordPasses(body []byte, q int) bool {
 }
 
 // chainCount is the number of records between a damaged record at from and
-// the next sound one at to: the steps of the length chain when it lands on
-// to exactly and each step after the first lands on what starts like a
-// record (an ETF version byte and a tuple tag: random bytes rarely do), else
-// one (the lengths themselves are damaged).
-func chainCount(body []byte, from, to int) int {
-	c, at := 0, from
+// the next sound one at to (chainStarts).
+func chainCount(body []byte, from, to int) int { return len(chainStarts(body, from, to)) }
+
+// chainStarts returns the offsets of the records between a damaged record
+// at from and the next sound one at to: the steps of the length chain when
+// it lands on to exactly and each step after the first lands on what
+// starts like a record (an ETF version byte and a tuple tag: random bytes
+// rarely do), else from alone (the lengths themselves are damaged). Repair
+// counts these and Check names them, so that both agree.
+func chainStarts(body []byte, from, to int) []int {
+	var starts []int
+	at := from
 	for at < to {
 		if at+8 >= len(body) {
-			return 1
+			return []int{from}
 		}
 		l, v := binary.Uvarint(body[at+8 : min(len(body), at+8+binary.MaxVarintLen64)])
 		if v <= 0 || l < 2 || l > uint64(len(body)-at-8-v) {
-			return 1
+			return []int{from}
 		}
 		if e := at + 8 + v; at != from && (body[e] != 131 || (body[e+1] != 104 && body[e+1] != 105)) {
-			return 1
+			return []int{from}
 		}
+		starts = append(starts, at)
 		at += 8 + v + int(l)
-		c++
 	}
 	if at != to {
-		return 1
+		return []int{from}
 	}
-	return c
+	return starts
+}
+
+// damagedETF returns the ETF bytes of the damaged record at at, which
+// ends at end (the next start chainStarts or resyncNative gives), or nil.
+// The length word itself may be damaged, so its width is the one that
+// makes the record fill the span exactly; when none does (damaged records
+// run together), the width read there.
+func damagedETF(body []byte, at, end int) []byte {
+	g := end - at - 8
+	if g < 2 {
+		return nil
+	}
+	for v := 1; v <= binary.MaxVarintLen64 && v < g; v++ {
+		if uvarintLen(uint64(g-v)) == v {
+			return body[at+8+v : end]
+		}
+	}
+	if _, v := binary.Uvarint(body[at+8 : min(end, at+8+binary.MaxVarintLen64)]); v > 0 && v < g {
+		return body[at+8+v : end]
+	}
+	return nil
 }
 
 // nativeSizeSlots sizes the new table: the distinct keys at two a slot,
