@@ -28,8 +28,9 @@ import (
 //
 //	scan     find every object proven whole (below) in the old file, mapped
 //	         read-only, without trusting the header's counts, the slot
-//	         table or the free lists; index each by {offset, length, key
-//	         hash} and count the distinct keys with a sketch (§2)
+//	         table or the free lists (of a file closed properly, only in
+//	         the buckets its slot table names, §9); index each by {offset,
+//	         length, key hash} and count the distinct keys with a sketch (§2)
 //	size     Next, the new slot count: the distinct keys rounded up to a
 //	         multiple of 256, within MinNoSlots and MaxNoSlots, which stay as
 //	         the header or the options give them (§4)
@@ -363,33 +364,41 @@ func (p *repairPlan) shape() error {
 // scan finds every object proven whole and adds it to the index and its
 // key's hash to the sketch (docs/repair.md §2). A damaged header and no
 // object found mean nothing proves the file was ever such a table.
+//
+// A file that was closed properly (a compaction) keeps only the buckets
+// its slot table names, as OTP's compaction does (§9). When the scan did
+// not meet exactly those buckets, each at its entry's size, and as many
+// as the header counts, the table is not right (damage), and the file is
+// scanned again whole, as OTP falls back to a repair (the progress of the
+// scan then starts again from 0).
 func (p *repairPlan) scan() error {
-	idx := &entryIndex{fs: p.fs, path: sortPath(p.path), limit: p.tune.repairMemEntries,
-		twoLevelMax: p.tune.slotOrderTwoLevelMax}
-	if p.hint > 0 {
-		// The header's object count (possibly stale) sizes the index.
-		idx.mem = make([]repairEntry, 0, min(p.hint+p.hint/8+1024, int64(idx.limit)))
-	}
-	p.idx = idx
-	sketch := &p.sketch
-	sc := &scanner{data: p.data, kind: p.kind, keyPos: p.keyPos, maxSz: p.maxBucket, guard: p.guard,
-		splitMin: p.tune.parallelScanMin, splitCap: idx.limit / 4, splitHint: int(p.hint/2 + p.hint/16)}
-	sc.emit = func(e repairEntry) error {
-		sketch.add(e.hash)
-		return idx.add(e)
-	}
+	var refs, named *slotRefs
+	var buckets int64
 	if p.trusted {
 		// A key too deep to hash stops the repair only in a bucket that
 		// the slot table names (scanner.deepKey).
-		sc.referenced = slotReferences(p.data)
-	}
-	if p.progress != nil {
-		size, progress := p.size, p.progress
-		sc.report = func(b, o int64) {
-			progress(RepairProgress{Phase: "scan", BytesScanned: b, BytesTotal: size, Objects: o})
+		refs = &slotRefs{data: p.data}
+		var closed bool
+		if buckets, closed = closedBuckets(p.data); closed {
+			named = refs
 		}
 	}
-	if err := p.guard.run(sc.run); err != nil {
+	sc, err := p.scanWith(refs, named, nil)
+	if err == nil && named != nil {
+		var met bool
+		err = p.guard.run(func() error {
+			entries, sum := named.tally()
+			met = entries == buckets && sc.stats.named == entries && sc.stats.namedSum == sum
+			return nil
+		})
+		if err == nil && !met {
+			old := p.idx
+			old.cleanup()
+			p.sketch = hll{}
+			sc, err = p.scanWith(refs, nil, old.mem[:0])
+		}
+	}
+	if err != nil {
 		if de, ok := err.(*DeepTermError); ok {
 			de.Path = p.path
 		}
@@ -402,6 +411,37 @@ func (p *repairPlan) scan() error {
 		return fmt.Errorf("%w: %s: damaged header and no objects found", ErrNotDETS, p.path)
 	}
 	return nil
+}
+
+// scanWith runs one scan into a new index (reusing mem's space), with the
+// slot table refs for deep keys and, when named is not nil, only the
+// buckets named names.
+func (p *repairPlan) scanWith(refs, named *slotRefs, mem []repairEntry) (*scanner, error) {
+	idx := &entryIndex{fs: p.fs, path: sortPath(p.path), limit: p.tune.repairMemEntries,
+		twoLevelMax: p.tune.slotOrderTwoLevelMax, mem: mem}
+	if p.hint > 0 && mem == nil {
+		// The header's object count (possibly stale) sizes the index.
+		idx.mem = make([]repairEntry, 0, min(p.hint+p.hint/8+1024, int64(idx.limit)))
+	}
+	p.idx = idx
+	sketch := &p.sketch
+	sc := &scanner{data: p.data, kind: p.kind, keyPos: p.keyPos, maxSz: p.maxBucket, guard: p.guard,
+		splitMin: p.tune.parallelScanMin, splitCap: idx.limit / 4, splitHint: int(p.hint/2 + p.hint/16),
+		named: named}
+	sc.emit = func(e repairEntry) error {
+		sketch.add(e.hash)
+		return idx.add(e)
+	}
+	if refs != nil {
+		sc.referenced = refs.names
+	}
+	if p.progress != nil {
+		size, progress := p.size, p.progress
+		sc.report = func(b, o int64) {
+			progress(RepairProgress{Phase: "scan", BytesScanned: b, BytesTotal: size, Objects: o})
+		}
+	}
+	return sc, p.guard.run(sc.run)
 }
 
 // sizeSlots sizes the new table from the distinct keys the sketch counted:

@@ -87,9 +87,9 @@ func TestRepairSplitScanMatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		scan := func(data []byte, split bool, cap int) ([]repairEntry, scanStats) {
+		scan := func(data []byte, split bool, cap int, named *slotRefs) ([]repairEntry, scanStats) {
 			var got []repairEntry
-			s := &scanner{data: data, kind: kind, keyPos: 1, maxSz: int64(len(data))}
+			s := &scanner{data: data, kind: kind, keyPos: 1, maxSz: int64(len(data)), named: named}
 			if split {
 				s.splitCap, s.splitHint = cap, 16
 			}
@@ -121,12 +121,22 @@ func TestRepairSplitScanMatches(t *testing.T) {
 					}
 				}
 			}
-			want, wantSt := scan(data, false, 0)
-			for _, cap := range []int{1 << 20, 1 + rng.IntN(len(want)+1)} {
-				got, gotSt := scan(data, true, cap)
-				if !slices.Equal(got, want) || gotSt != wantSt {
-					t.Fatalf("%s round %d cap %d: split scan found %d entries %+v, sequential %d %+v",
-						kind, round, cap, len(got), gotSt, len(want), wantSt)
+			// Also with only the buckets the slot table names, as for a
+			// file closed properly: the tally of those must merge too.
+			for _, named := range []bool{false, true} {
+				refs := func() *slotRefs {
+					if named {
+						return &slotRefs{data: data}
+					}
+					return nil
+				}
+				want, wantSt := scan(data, false, 0, refs())
+				for _, cap := range []int{1 << 20, 1 + rng.IntN(len(want)+1)} {
+					got, gotSt := scan(data, true, cap, refs())
+					if !slices.Equal(got, want) || gotSt != wantSt {
+						t.Fatalf("%s round %d named %v cap %d: split scan found %d entries %+v, sequential %d %+v",
+							kind, round, named, cap, len(got), gotSt, len(want), wantSt)
+					}
 				}
 			}
 		}

@@ -31,16 +31,19 @@ type repairEntry struct {
 
 // scanStats counts what the scan saw.
 type scanStats struct {
-	buckets        int64 // ACTIVE probes whose framing tiled the body
-	partial        int64 // ACTIVE probes from which only some objects were kept
-	objects        int64 // objects kept
-	droppedObjects int64 // framed objects the rules of proof rejected
+	buckets        int64  // ACTIVE probes whose framing tiled the body
+	partial        int64  // ACTIVE probes from which only some objects were kept
+	objects        int64  // objects kept
+	droppedObjects int64  // framed objects the rules of proof rejected
+	named          int64  // ACTIVE probes that scanner.named names
+	namedSum       uint64 // entryMix over them, with their Size words
 }
 
 // scanner holds the state of one scan over data, the whole file: the scan
 // stage of a repair (docs/repair.md §2). It walks the buddy area and finds
 // every ACTIVE bucket whose bytes can be trusted, without looking at the
-// segment array or the free lists.
+// free lists, and at the segment array only for a file closed properly
+// (named).
 //
 // Every block of the buddy area starts at 1336 + 16*i (the base is 1336 or
 // a later address that is 1336 plus a multiple of 2048, and no block is
@@ -83,6 +86,12 @@ type scanner struct {
 	// bytes, which anyone who stores a binary can plant).
 	deepKey    *DeepTermError
 	referenced func(bucket int64) bool // nil: the slot table is not trusted
+	// named, when not nil, is the slot table of a file that was closed
+	// properly: only the buckets it names are examined, as OTP's
+	// compaction copies only those (docs/repair.md §9). A bucket image
+	// in a freed block would otherwise bring back objects that were
+	// never inserted. stats.named and namedSum say which were met.
+	named *slotRefs
 
 	// Split scan (runSplit): the smallest file split (tune.parallelScanMin),
 	// the entries the helper may hold, and the expected number it finds
@@ -149,6 +158,14 @@ func (s *scanner) scanRange(p, to int64, marks *[]scanMark) (int64, error) {
 			p += scanStep
 			continue
 		}
+		if s.named != nil {
+			if !s.named.names(p) {
+				p += scanStep
+				continue
+			}
+			s.stats.named++
+			s.stats.namedSum += entryMix(p, sz)
+		}
 		tiled, proven, err := s.bucket(p, sz)
 		if err != nil {
 			return p, err
@@ -187,7 +204,7 @@ type scanMark struct {
 func (s *scanner) runSplit() (int64, error) {
 	size := int64(len(s.data))
 	mid := baseAddr + (size-baseAddr)/2/scanStep*scanStep
-	h := &scanner{data: s.data, kind: s.kind, keyPos: s.keyPos, maxSz: s.maxSz, splitCap: s.splitCap, referenced: s.referenced}
+	h := &scanner{data: s.data, kind: s.kind, keyPos: s.keyPos, maxSz: s.maxSz, splitCap: s.splitCap, referenced: s.referenced, named: s.named}
 	h.out = make([]repairEntry, 0, min(s.splitHint, s.splitCap+1024))
 	h.emit = func(e repairEntry) error {
 		h.out = append(h.out, e)
@@ -234,6 +251,8 @@ func (s *scanner) runSplit() (int64, error) {
 	s.stats.partial += h.stats.partial - m.stats.partial
 	s.stats.objects += h.stats.objects - m.stats.objects
 	s.stats.droppedObjects += h.stats.droppedObjects - m.stats.droppedObjects
+	s.stats.named += h.stats.named - m.stats.named
+	s.stats.namedSum += h.stats.namedSum - m.stats.namedSum
 	return hEnd, hErr // hErr arose at hEnd >= p: the sequential scan's too
 }
 
@@ -544,28 +563,95 @@ func readWhole(f File, size int64) ([]byte, func() error, error) {
 	return b, nil, nil
 }
 
-// slotReferences returns a test of whether a slot entry of the file's
-// slot table names a bucket at an address: a bitmap of the entries'
-// pointers on the scan's 16-byte grid (at most 16 MiB for a 2 GiB file),
-// built at the first call, from any goroutine.
-func slotReferences(data []byte) func(bucket int64) bool {
-	var once sync.Once
-	var refs []uint64
-	return func(bucket int64) bool {
-		once.Do(func() {
-			refs = make([]uint64, (len(data)/scanStep+64)/64)
-			im, err := NewImage(data)
-			if err != nil {
-				return
-			}
-			im.slots(func(e SlotEntry) {
-				if e.Size > 0 && e.Ptr%scanStep == baseAddr%scanStep && e.Ptr < int64(len(data)) {
-					i := e.Ptr / scanStep
-					refs[i/64] |= 1 << (i % 64)
-				}
-			})
-		})
-		i := bucket / scanStep
-		return bucket%scanStep == baseAddr%scanStep && i/64 < int64(len(refs)) && refs[i/64]&(1<<(i%64)) != 0
+// closedBuckets returns the number of buckets the header of data (a
+// header the repair trusts) counts, when the file was closed properly: its
+// closed flag and trailer say so and its linear-hash fields hold. Only
+// then is its slot table meant to name exactly its live buckets; the
+// counters are under the MD5, so the scan can check the table against
+// them.
+func closedBuckets(data []byte) (int64, bool) {
+	size := int64(len(data))
+	if size < headerEnd+trailerSize {
+		return 0, false
 	}
+	h := decodeHeader(data[:headerSize])
+	if h.closed != closedProperly || int64(be.Uint32(data[size-trailerSize:]))+int64(h.flBase) != size ||
+		h.validate(size) != "" {
+		return 0, false
+	}
+	var n int64
+	for _, c := range h.counters {
+		n += int64(c)
+	}
+	return n, true
+}
+
+// slotRefs is the slot table of the file being repaired: a bitmap of the
+// bucket addresses its entries name on the scan's 16-byte grid (at most
+// 16 MiB for a 2 GiB file), built once, at the first call of names or
+// tally, from any goroutine. entries counts the entries that are not
+// empty and sum adds up entryMix over them, so that a scan that trusts
+// the table can tell afterwards whether it met every bucket the table
+// names, each of the size its entry says (repairPlan.scan).
+type slotRefs struct {
+	data    []byte
+	once    sync.Once
+	refs    []uint64
+	entries int64
+	sum     uint64
+}
+
+func (r *slotRefs) build() {
+	r.once.Do(func() {
+		r.refs = make([]uint64, (len(r.data)/scanStep+64)/64)
+		im, err := NewImage(r.data)
+		if err != nil {
+			return
+		}
+		// Segment by segment, entry by entry inline: a 2 GiB table has
+		// up to 2^25 slots, and a call per entry made it half as slow again.
+		im.eachSegment(func(s Pointer) bool {
+			if s.Bad != "" {
+				return true
+			}
+			seg := r.data[s.Addr : s.Addr+segmentSize]
+			for at := 0; at < len(seg); at += slotEntrySize {
+				size, ptr := int64(be.Uint32(seg[at:])), int64(be.Uint32(seg[at+4:]))
+				if size == 0 && ptr == 0 {
+					continue
+				}
+				r.entries++
+				r.sum += entryMix(ptr, size)
+				if size > 0 && ptr%scanStep == baseAddr%scanStep && ptr < int64(len(r.data)) {
+					i := ptr / scanStep
+					r.refs[i/64] |= 1 << (i % 64)
+				}
+			}
+			return true
+		})
+	})
+}
+
+// names reports whether a slot entry names a bucket at address bucket.
+func (r *slotRefs) names(bucket int64) bool {
+	r.build()
+	i := bucket / scanStep
+	return bucket%scanStep == baseAddr%scanStep && i/64 < int64(len(r.refs)) && r.refs[i/64]&(1<<(i%64)) != 0
+}
+
+// tally returns the number of entries that are not empty and the sum of
+// entryMix over them.
+func (r *slotRefs) tally() (int64, uint64) {
+	r.build()
+	return r.entries, r.sum
+}
+
+// entryMix hashes a slot entry (or a bucket met at ptr with Size size)
+// into one term of an order-free sum: a bucket met at a wrong size, or
+// met in place of another, changes the sum.
+func entryMix(ptr, size int64) uint64 {
+	x := uint64(ptr)<<32 | uint64(size)&0xffffffff
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }
