@@ -62,7 +62,10 @@ func (t *Table) build(p bulkParams, src iter.Seq2[bulkObject, error]) error {
 	if err := p.validate(); err != nil {
 		return err
 	}
-	t.kind, t.keyPos = p.kind, p.keyPos
+	if t.kind != p.kind || t.keyPos != p.keyPos {
+		// Only a new table's: InitTable reads them unlocked meanwhile.
+		t.kind, t.keyPos = p.kind, p.keyPos
+	}
 	if err := t.initLayout(p.minSlots, p.maxSlots, p.next); err != nil {
 		return err
 	}
@@ -138,7 +141,8 @@ func (t *Table) InitTable(objs iter.Seq2[etf.Term, error]) error {
 		}
 		// prepare without the lock: native hashes the key's bytes
 		// inside the object's encoding (preparedHash), touching none of
-		// t's buffers; the kind, key position and format never change.
+		// t's buffers; an open table's key position and format never
+		// change (build writes them only for a new table).
 		ps, err := t.prepare([]etf.Term{o})
 		if err != nil {
 			return err

@@ -268,3 +268,48 @@ func TestInitTableFromItself(t *testing.T) {
 		}
 	})
 }
+
+// TestInitTableConcurrent: two goroutines rebuild one table over and over.
+// Each InitTable prepares its objects unlocked while the other builds;
+// under -race this found build rewriting the key position that prepare
+// reads. The table ends holding one of the two contents, whole.
+func TestInitTableConcurrent(t *testing.T) {
+	forEachFormat(t, func(t *testing.T, format Format) {
+		tab := openT(t, tmpFile(t, "race.dets"), Options{Format: format})
+		var wg sync.WaitGroup
+		for g := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 20 {
+					src := func(yield func(etf.Term, error) bool) {
+						for i := range 200 + 100*g {
+							if !yield(tup(etf.Int(i), etf.Int(g)), nil) {
+								return
+							}
+						}
+					}
+					if err := tab.InitTable(src); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		info, err := tab.Info()
+		must(t, err)
+		g := 0
+		if info.Size == 300 {
+			g = 1
+		} else if info.Size != 200 {
+			t.Fatalf("%d objects, want 200 or 300", info.Size)
+		}
+		for o, err := range tab.All() {
+			must(t, err)
+			if o.(etf.Tuple)[1] != etf.Int(g) {
+				t.Fatalf("object %s in a table that should hold goroutine %d's", etf.Format(o), g)
+			}
+		}
+	})
+}

@@ -59,8 +59,7 @@ func (t *Table) compactTail() error {
 		}
 		ptr, ok := t.bud.allocBelow(top.e.size, top.e.ptr)
 		if !ok {
-			t.lowerEnd(top.e.ptr + top.e.size)
-			return nil
+			return t.lowerEnd(top.e.ptr + top.e.size)
 		}
 		if err := t.vetFileFree(ptr, blockSize(buddyClass(top.e.size))); err != nil {
 			return err
@@ -71,7 +70,7 @@ func (t *Table) compactTail() error {
 		budget--
 	}
 	if end, ok := t.bud.topRunStart(); ok {
-		t.lowerEnd(end) // out of budget: nothing lies above the top block
+		return t.lowerEnd(end) // out of budget: nothing lies above the top block
 	}
 	return nil
 }
@@ -103,8 +102,7 @@ func (t *Table) moveTopTable(end int64) (moved bool, err error) {
 		ptr, ok = t.bud.allocBelow(segmentSize, a)
 	}
 	if !ok {
-		t.lowerEnd(end)
-		return false, nil
+		return false, t.lowerEnd(end)
 	}
 	if err := t.vetFileFree(ptr, segmentSize); err != nil {
 		return false, err
@@ -131,14 +129,20 @@ func (t *Table) moveTopTable(end int64) (moved bool, err error) {
 }
 
 // lowerEnd ends the data at end if that is lower. The bytes past it (moved
-// blocks and old free lists) are cut off by the save.
-func (t *Table) lowerEnd(end int64) {
+// blocks and old free lists) are cut off by the save, so where the file's
+// free lists said they were free, they are checked for a live bucket first
+// (vetFileFree).
+func (t *Table) lowerEnd(end int64) error {
 	if end < t.fileEnd {
+		if err := t.vetRange(end, t.fileEnd-end, false); err != nil {
+			return err
+		}
 		t.fileEnd = end
 	}
 	if t.size > t.fileEnd {
 		t.extended = true
 	}
+	return nil
 }
 
 type topBucket struct {

@@ -8,24 +8,28 @@ import (
 // An otp9 file's free lists lie outside the header's MD5 (docs/format-otp9.md
 // §8.4): a damaged or hostile list can name a block that still holds a
 // bucket, a segment or a part. OTP trusts the list, writes its next bucket
-// over that block, and a key silently vanishes. godets checks in two
-// places, each paid once for what it covers:
+// over that block (or cuts it off the end of the file at its next save),
+// and a key silently vanishes. godets checks:
 //
-//   - at open, no free block may overlap a part or segment (a sweep over
-//     the sorted addresses, cheap next to reading the parts): such a file
-//     is treated as one with malformed free lists, a repair decision;
-//   - when a block is handed out whose range the file's free lists named
-//     (fileFree), before anything is written into it, no live bucket may
-//     lie in it: a 16-byte-grid scan of the block for ACTIVE status words
-//     and a probe of the few larger blocks that could contain it. A word is
-//     a live bucket only when its first key's slot names that address, as
-//     in repair's slotReferences. Space this process freed is not checked:
-//     the allocator's blocks are disjoint, so only the file's word is in
-//     doubt.
+//   - at open, that no free block overlaps a part or segment (a sweep over
+//     their addresses, cheap next to reading the parts): such a file is
+//     treated as one with malformed free lists, a repair decision;
+//   - before it writes into a block that lies in space the file's lists
+//     called free (fileFree), or cuts such space off the end of the data
+//     (lowerEnd), that no live bucket lies there: a 16-byte-grid scan of
+//     the range for ACTIVE status words, and a probe, for each size class
+//     the header counts, of the one address where a bucket of that class
+//     reaching into the range would start. A word is a live bucket only
+//     when its first key's slot names that address, as in repair's
+//     slotReferences.
 //
-// A live bucket found there stops the table (errInconsistent): nothing has
-// been written over it, Close leaves the file marked not closed, and the
-// repair the next open asks for finds every bucket.
+// The check is paid each time such space is handed out, a read of about
+// as many bytes as the write that follows; space beyond the file's data
+// end at open is never checked (the allocator's blocks are disjoint, so
+// only the file's word is in doubt). A live bucket found stops the table
+// (errInconsistent): nothing has been written over it, Close leaves the
+// file marked not closed, and the repair the next open asks for finds
+// every bucket.
 
 // fileFree is the free space a closed file's lists named below its data
 // end: the blocks as address<<8|class, sorted by address (buddy.read),
@@ -66,7 +70,8 @@ func (t *Table) freeOverlapsTables() string {
 	if len(t.fileFree.blocks) == 0 {
 		return ""
 	}
-	for _, p := range t.parts {
+	nparts := (len(t.segs) + segsPerPart - 1) / segsPerPart
+	for _, p := range t.parts[:nparts] { // a pointer past them may be stale
 		if p != 0 && t.fileFree.overlaps(int64(p), int64(p)+partSize) {
 			return fmt.Sprintf("a free block overlaps the segment-array part at %d", p)
 		}
@@ -86,7 +91,13 @@ const guardScanChunk = (headReadSize - 2*bucketHeaderSize) / scanStep * scanStep
 // vetFileFree checks a block of blockLen bytes at a that the allocator
 // handed out, before anything is written into it: when the file's free
 // lists named its range, no live bucket may lie in it or contain it.
-func (t *Table) vetFileFree(a, blockLen int64) error {
+func (t *Table) vetFileFree(a, blockLen int64) error { return t.vetRange(a, blockLen, true) }
+
+// vetRange checks [a, a+n) for a live bucket: for a block handed out
+// (block), one whose block overlaps it, since the two blocks would later
+// be given out twice; for data cut off the end, one whose bytes reach
+// into it (the last bucket's block may run past the data's end).
+func (t *Table) vetRange(a, blockLen int64, block bool) error {
 	if !t.fileFree.overlaps(a, a+blockLen) {
 		return nil
 	}
@@ -107,30 +118,37 @@ func (t *Table) vetFileFree(a, blockLen int64) error {
 				if be.Uint32(buf[off+4:]) != statusActive {
 					continue
 				}
-				if err := t.liveBucketIn(lo+int64(off), a, blockLen, hb); err != nil {
+				if err := t.liveBucketIn(lo+int64(off), a, blockLen, block, hb); err != nil {
 					return err
 				}
 			}
 		}
 	}
-	// A larger live bucket containing the block starts at the block's
-	// address rounded down to its own size; only classes the header counts
-	// can hold one.
-	for c := buddyClass(blockLen) + 1; c <= maxBuddyClass; c++ {
+	// A live bucket that starts before the block and reaches into it
+	// starts at the block's address rounded down to its own size, for
+	// the base it was laid out from: this table's, or 1336 where OTP
+	// reset it. Only the classes the header counts can hold one.
+	bases, nb := [2]int64{base, baseAddr}, 1
+	if base != baseAddr {
+		nb = 2
+	}
+	for c := 1; c <= maxBuddyClass; c++ {
 		size := blockSize(c)
 		if i := counterIndex(size); i < 0 || t.h.counters[i] == 0 {
 			continue
 		}
-		x := base + (a-base)&^(size-1)
-		if x == a || x < base || x+bucketHeaderSize > t.fileEnd {
-			continue
-		}
-		if err := t.readAt(hb, x); err != nil {
-			return t.ioErr("bucket", x, err)
-		}
-		if be.Uint32(hb[4:]) == statusActive {
-			if err := t.liveBucketIn(x, a, blockLen, hb); err != nil {
-				return err
+		for _, b := range bases[:nb] {
+			x := b + (a-b)&^(size-1)
+			if a < b || x >= a || x+bucketHeaderSize > t.fileEnd {
+				continue
+			}
+			if err := t.readAt(hb, x); err != nil {
+				return t.ioErr("bucket", x, err)
+			}
+			if be.Uint32(hb[4:]) == statusActive {
+				if err := t.liveBucketIn(x, a, blockLen, block, hb); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -141,12 +159,15 @@ func (t *Table) vetFileFree(a, blockLen int64) error {
 // bucket (its first key's slot names x) reaching into [a, a+blockLen).
 // Anything that does not parse as a bucket is not one: the scan only
 // looks for buckets a slot still names. hb is room for the header.
-func (t *Table) liveBucketIn(x, a, blockLen int64, hb []byte) error {
+func (t *Table) liveBucketIn(x, a, blockLen int64, block bool, hb []byte) error {
 	if err := t.readAt(hb, x); err != nil {
 		return t.ioErr("bucket", x, err)
 	}
 	size := int64(be.Uint32(hb))
-	if size <= bucketHeaderSize || x+size > t.fileEnd || x+blockSize(buddyClass(size)) <= a || x >= a+blockLen {
+	if size <= bucketHeaderSize || x+size > t.fileEnd || x >= a+blockLen {
+		return nil
+	}
+	if reach := size; (block && x+blockSize(buddyClass(reach)) <= a) || (!block && x+reach <= a) {
 		return nil
 	}
 	body := make([]byte, size)

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/godets/godets/etf"
@@ -91,6 +92,20 @@ func dropClassesUpTo(b *buddy, c int) {
 	}
 }
 
+// nameFree makes the free lists name the block of class c at a as the only
+// one of its class or below, dropping any free block it overlaps.
+func nameFree(b *buddy, a int64, c int) {
+	dropClassesUpTo(b, c)
+	for k := c + 1; k <= maxBuddyClass; k++ {
+		for _, blk := range slices.Clone(b.free[k]) {
+			if int64(blk) < a+blockSize(c) && int64(blk)+blockSize(k) > a {
+				b.remove(k, int64(blk))
+			}
+		}
+	}
+	b.insert(c, a)
+}
+
 // TestFreeListNamingLiveBucket: a damaged free list that names a block
 // holding a live bucket (the whole block, or the second half of it) opens
 // as OTP would open it, but the first allocation of that block stops the
@@ -98,21 +113,24 @@ func dropClassesUpTo(b *buddy, c int) {
 // left needing a repair, and the repair keeps every object. Before the
 // guard, the insert overwrote the bucket and its keys were gone.
 func TestFreeListNamingLiveBucket(t *testing.T) {
-	for _, inner := range []bool{false, true} {
-		t.Run(fmt.Sprintf("inner=%v", inner), func(t *testing.T) {
+	for _, where := range []string{"whole", "second half", "misaligned"} {
+		t.Run(where, func(t *testing.T) {
 			const n = 300
 			path, live, keys := freeGuardTable(t, n)
 			c := buddyClass(live.size)
 			rewriteFreeLists(t, path, func(b *buddy) {
-				if inner {
+				switch where {
+				case "whole":
+					nameFree(b, live.ptr, c)
+				case "second half":
 					// live.size > blockSize(c-1): the bucket's tail lies in
 					// its block's second half.
-					dropClassesUpTo(b, c-1)
-					b.insert(c-1, live.ptr+blockSize(c-1))
-					return
+					nameFree(b, live.ptr+blockSize(c-1), c-1)
+				default:
+					// A hostile address, off the buddy grid: only the probe
+					// at the bucket's own class finds it.
+					nameFree(b, live.ptr+16, c)
 				}
-				dropClassesUpTo(b, c)
-				b.insert(c, live.ptr)
 			})
 			tab, err := Open(path, Options{})
 			if err != nil {
@@ -120,6 +138,11 @@ func TestFreeListNamingLiveBucket(t *testing.T) {
 			}
 			var stop error
 			added := 0
+			if where == "misaligned" {
+				// A bucket of exactly class c takes the whole block, which
+				// only the probe at class c can see past.
+				stop = tab.Insert(objectOfClass(t, tab, c))
+			}
 			for i := n; i < n+200 && stop == nil; i++ {
 				stop = tab.Insert(tup(etf.Int(i), bin("x")))
 				if stop == nil {
@@ -153,6 +176,29 @@ func TestFreeListNamingLiveBucket(t *testing.T) {
 			}
 		})
 	}
+}
+
+// objectOfClass returns a new object {K, Pad} whose key's slot is empty
+// and whose bucket is of class c.
+func objectOfClass(t *testing.T, tab *Table, c int) etf.Term {
+	t.Helper()
+	for k := 100000; k < 200000; k++ {
+		e, err := tab.entry(tab.slotFor(keyHash(etf.Int(k))))
+		must(t, err)
+		if e.size != 0 {
+			continue
+		}
+		for pad := range int(blockSize(c)) {
+			o := tup(etf.Int(k), bin(strings.Repeat("z", pad)))
+			enc, err := etf.Encode(o)
+			must(t, err)
+			if buddyClass(int64(bucketHeaderSize+4+len(enc))) == c {
+				return o
+			}
+		}
+	}
+	t.Fatalf("no object of class %d", c)
+	return nil
 }
 
 // TestFreeListOverlappingSegment: a free list naming a segment's block is
@@ -223,5 +269,163 @@ func TestFreeGuardChurn(t *testing.T) {
 		}
 		tab := openT(t, path, Options{Kind: kind})
 		checkModel(t, tab, m, 400)
+	}
+}
+
+// TestFreeListNamingTopBucket: a damaged free list naming the top bucket
+// made the save's tail compaction end the data below it: Close wrote the
+// free lists over the bucket, cut the file, and said the file was closed,
+// with the bucket's keys gone even for a forced repair. Now the save stops
+// with ErrCorrupt, the file stays not closed, and the repair keeps them.
+func TestFreeListNamingTopBucket(t *testing.T) {
+	const n = 300
+	path, _, _ := freeGuardTable(t, n)
+	tab := mustOpen(t, path, Options{ReadOnly: true})
+	var top slotEntry
+	var topKeys []etf.Term
+	var other etf.Term
+	for slot := range tab.h.next {
+		e, err := tab.entry(slot)
+		must(t, err)
+		if e.size == 0 {
+			continue
+		}
+		body, err := tab.readBucket(slot, e)
+		must(t, err)
+		gs, _, perr := tab.parseBucket(body, nil, nil)
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		k, err := gs[0].keyTerm(tab.keyPos)
+		must(t, err)
+		if e.ptr < top.ptr {
+			other = k
+			continue
+		}
+		if len(topKeys) > 0 {
+			other = topKeys[0]
+		}
+		top, topKeys = e, nil
+		for i := range gs {
+			k, err := gs[i].keyTerm(tab.keyPos)
+			must(t, err)
+			topKeys = append(topKeys, k)
+		}
+	}
+	for _, s := range tab.segs {
+		if s > top.ptr {
+			t.Fatalf("segment %d above the top bucket %d: the test needs another table", s, top.ptr)
+		}
+	}
+	must(t, tab.Close())
+	rewriteFreeLists(t, path, func(b *buddy) { b.insert(buddyClass(top.size), top.ptr) })
+
+	tab = mustOpen(t, path, Options{})
+	must(t, tab.Delete(other)) // frees a bucket: the save compacts the tail
+	if err := tab.Close(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Close over the damaged free list: %v, want ErrCorrupt", err)
+	}
+	if _, err := Open(path, Options{}); !errors.Is(err, ErrNeedsRepair) {
+		t.Fatalf("reopen: %v, want ErrNeedsRepair", err)
+	}
+	tab = openT(t, path, Options{Repair: AutoRepair})
+	for _, k := range topKeys {
+		if objs := lookupT(t, tab, k); len(objs) != 1 {
+			t.Errorf("key %s of the top bucket at %d: %d objects after repair", etf.Format(k), top.ptr, len(objs))
+		}
+	}
+	if info, err := tab.Info(); err != nil || info.Size != n-1 {
+		t.Errorf("%d objects after repair (%v), want %d", info.Size, err, n-1)
+	}
+}
+
+// TestFreeListMisalignedSameClass: a hostile free-list address 16 bytes
+// into a live bucket of the same class, at an odd multiple of its size:
+// neither the grid scan (it starts past the bucket's header) nor a probe
+// of the larger classes sees the bucket; the probe at its own class does.
+// The insert used to write over it.
+func TestFreeListMisalignedSameClass(t *testing.T) {
+	path := tmpFile(t, "mis.dets")
+	tab := mustOpen(t, path, Options{})
+	for i := range 300 {
+		must(t, tab.Insert(tup(etf.Int(i), bin(fmt.Sprintf("%0100d", i)))))
+	}
+	for i := 0; i < 300; i += 3 {
+		must(t, tab.Delete(etf.Int(i)))
+	}
+	must(t, tab.Close())
+
+	tab = mustOpen(t, path, Options{ReadOnly: true})
+	base := tab.bud.base
+	live := map[int64]slotEntry{}
+	for slot := range tab.h.next {
+		e, err := tab.entry(slot)
+		must(t, err)
+		if e.size != 0 {
+			live[e.ptr] = e
+		}
+	}
+	var x slotEntry
+	var keys []etf.Term
+	for slot := range tab.h.next {
+		e, _ := tab.entry(slot)
+		if e.size == 0 {
+			continue
+		}
+		sz := blockSize(buddyClass(e.size))
+		if ((e.ptr-base)/sz)%2 != 1 {
+			continue
+		}
+		if _, ok := live[e.ptr+sz]; ok {
+			continue
+		}
+		hitsTable := false
+		for _, sa := range tab.segs {
+			if sa < e.ptr+16+sz && sa+segmentSize > e.ptr+16 {
+				hitsTable = true
+			}
+		}
+		for _, pa := range tab.parts {
+			if pa != 0 && int64(pa) < e.ptr+16+sz && int64(pa)+partSize > e.ptr+16 {
+				hitsTable = true
+			}
+		}
+		if hitsTable {
+			continue
+		}
+		body, err := tab.readBucket(slot, e)
+		must(t, err)
+		gs, _, perr := tab.parseBucket(body, nil, nil)
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		for i := range gs {
+			k, err := gs[i].keyTerm(1)
+			must(t, err)
+			keys = append(keys, k)
+		}
+		x = e
+		break
+	}
+	must(t, tab.Close())
+	if x.size == 0 {
+		t.Fatal("no bucket at an odd multiple of its size: the test needs another table")
+	}
+	c := buddyClass(x.size)
+	a := x.ptr + 16
+	rewriteFreeLists(t, path, func(b *buddy) { nameFree(b, a, c) })
+
+	tab = mustOpen(t, path, Options{})
+	// An object for an empty slot whose bucket takes class c exactly.
+	err := tab.Insert(objectOfClass(t, tab, c))
+	tab.Close()
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("insert into the block named at %d, inside the live bucket at %d (class %d): %v, want ErrCorrupt", a, x.ptr, c, err)
+	}
+	tab = openT(t, path, Options{Repair: AutoRepair})
+	for _, k := range keys {
+		if objs := lookupT(t, tab, k); len(objs) != 1 {
+			t.Errorf("key %s of the bucket at %d: %d objects after repair", etf.Format(k), x.ptr, len(objs))
+		}
 	}
 }

@@ -598,7 +598,7 @@ var repairFile = func(path string, opts Options, h *header) error {
 
 func paramsFor(path string, opts Options, progress func(RepairProgress)) repairParams {
 	p := repairParams{fs: opts.FS, path: path, wantKind: opts.Kind, wantKeyPos: opts.KeyPos, progress: progress, tune: opts.tuned()}
-	if opts.FS == nil {
+	if _, isOS := opts.FS.(OSFS); opts.FS == nil || isOS {
 		// A repair replaces the file a symbolic link names, not the link:
 		// PATH.TMP goes beside the data and the rename lands on it.
 		if real, err := filepath.EvalSymlinks(path); err == nil {

@@ -142,19 +142,21 @@ func TestConvertRefusesItsOwnFilesAsSource(t *testing.T) {
 // not to the data file.
 func TestRepairThroughSymlink(t *testing.T) {
 	forEachFormat(t, func(t *testing.T, format Format) {
-		dir := t.TempDir()
-		real := pathsTable(t, dir, "real.dets", format, 5)
-		link := filepath.Join(dir, "link.dets")
-		must(t, os.Symlink("real.dets", link))
-		tab := mustOpen(t, link, Options{Repair: ForceRepair})
-		must(t, tab.Insert(tup(etf.Int(100), etf.Int(100))))
-		must(t, tab.Close())
-		if li, err := os.Lstat(link); err != nil || li.Mode()&os.ModeSymlink == 0 {
-			t.Fatalf("%s is no longer a symbolic link (%v)", link, err)
+		for _, fsys := range []FS{nil, OSFS{}} { // nil means OSFS
+			dir := t.TempDir()
+			real := pathsTable(t, dir, "real.dets", format, 5)
+			link := filepath.Join(dir, "link.dets")
+			must(t, os.Symlink("real.dets", link))
+			tab := mustOpen(t, link, Options{Repair: ForceRepair, FS: fsys})
+			must(t, tab.Insert(tup(etf.Int(100), etf.Int(100))))
+			must(t, tab.Close())
+			if li, err := os.Lstat(link); err != nil || li.Mode()&os.ModeSymlink == 0 {
+				t.Fatalf("FS %T: %s is no longer a symbolic link (%v)", fsys, link, err)
+			}
+			if _, err := os.Lstat(tmpPath(link)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("FS %T: a temporary file beside the link: %v", fsys, err)
+			}
+			wantObjects(t, real, 6)
 		}
-		if _, err := os.Lstat(tmpPath(link)); !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("a temporary file beside the link: %v", err)
-		}
-		wantObjects(t, real, 6)
 	})
 }
