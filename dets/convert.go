@@ -141,44 +141,31 @@ func Convert(src, dst string, to Format, opts ConvertOptions) (ConvertStats, err
 	return st, OSFS{}.SyncDir(filepath.Dir(dst))
 }
 
-// otp9SizeBound bounds the size of the otp9 file that the repair writer
-// builds for a table of next slots whose buckets have the given sizes
-// (0: empty): the header and part area, the segments, each bucket's
-// power-of-two block, and room for what the writer's layout adds: the
-// gap below its first block, the unused tails of its class chunks on a
-// large table (repairPlan's chunked layout) and the free lists and
-// trailer. The writer's real file never ends past it; it is above the
-// exact size by at most those allowances (under 10 MiB at otp9's 2 GB,
-// plus the largest block's alignment).
+// otp9SizeBound is the size of the otp9 file that the repair writer
+// builds, on one placer (as convertToOTP9 has it build), for a table of
+// next slots whose buckets have the given sizes in slot order (0: empty),
+// from objects objects staged in objBytes bytes, with an index that
+// spills at memEntries entries. It is not an estimate: it replays the
+// writer's layout on the sizes with the writer's own placement rules
+// (layoutSize), so it is the exact size, and the writer never ends past
+// it.
 //
-// The writer places the largest blocks first, each aligned to its size
-// from the base, so the first one starts at the segments' end rounded up
-// to its size; the blocks of the smaller classes fill what lies below it
-// or follow. The gap was not counted once: one 100 KiB object made a
-// 230 KB file where the bound said 204 KB, and at otp9's limit a table
-// passed the check and failed while writing.
-func otp9SizeBound(next uint64, sizes []uint32, objBytes int64, objects uint64) uint64 {
-	nSegs := next / slotsPerSeg
-	area := (nSegs + (nSegs+segsPerPart-1)/segsPerPart) * segmentSize
-	var blocks, largest uint64
-	for _, s := range sizes {
-		if s != 0 {
-			b := uint64(pow2ceil(int64(s)))
-			blocks += b
-			largest = max(largest, b)
-		}
-	}
-	if largest > 0 {
-		area = (area + largest - 1) / largest * largest
-	}
-	need := uint64(baseAddr) + area + blocks
-	const freeListRoom = 64 << 10 // 16k free blocks, far more than a packed layout leaves
-	need += freeListRoom
-	if objects >= planMaxEntries || objBytes > planMaxBytes {
-		chunk := chunkFor(objBytes)
-		need += uint64(1+2*log2ceil(chunk)) * uint64(chunk) // the chunk tails of two placers
-	}
-	return need
+// Two estimates before it were too low. One counted no alignment gap
+// below the largest block: one 100 KiB object made a 230 KB file where it
+// said 204 KB. The next counted one: but past 64 MiB the chunked layout
+// puts each block of a chunk or more at the end of the file aligned to
+// its own size, so blocks of 4 and 8 MiB in turn leave a gap each time
+// (20 objects of 3 and 5 MiB: 176.2 MB against 156.6 MB). Near otp9's
+// limit a table passed the check, wrote DST.TMP up to 2 GB and failed
+// with ErrFileTooLarge.
+func otp9SizeBound(next uint64, sizes []uint32, objBytes int64, objects uint64, memEntries int) uint64 {
+	nSegs := int64(next / slotsPerSeg)
+	nParts := (nSegs + segsPerPart - 1) / segsPerPart
+	start := int64(baseAddr) + (nParts+nSegs)*segmentSize
+	// planExact's conditions; the index of the staged objects is
+	// replayable unless it spilled.
+	plan := objects < planMaxEntries && objBytes <= planMaxBytes && objects < uint64(memEntries)
+	return uint64(layoutSize(start, sizes, plan, chunkFor(objBytes)))
 }
 
 // convertToOTP9 writes dst+".TMP" as the otp9 file of the native table t:
@@ -275,7 +262,7 @@ func convertToOTP9(t *Table, srcPath, dst string, st *ConvertStats) error {
 	if objects != h.noObjects || keys != h.noKeys {
 		return corrupt(srcPath, "meta", t.nat.metaOff, "counts %d objects and %d keys, the buckets hold %d and %d", h.noObjects, h.noKeys, objects, keys)
 	}
-	need := otp9SizeBound(next, sizes, int64(objBytes), objects)
+	need := otp9SizeBound(next, sizes, int64(objBytes), objects, t.tune.repairMemEntries)
 	if limit := uint64(t.tune.otp9SizeLimit); need > limit {
 		return &FormatLimitError{Path: srcPath, What: "file size", Need: need, Limit: limit, Unit: "bytes"}
 	}
@@ -288,6 +275,10 @@ func convertToOTP9(t *Table, srcPath, dst string, st *ConvertStats) error {
 	p := &repairPlan{repairParams: repairParams{fs: OSFS{}, path: dst, tune: t.tune},
 		kind: t.kind, keyPos: t.keyPos, minSlots: uint32(minS), maxSlots: uint32(maxS), trusted: true,
 		next: int64(next), m: uint32(m), n: uint32(n)}
+	// One placer: with two, where their blocks land depends on which
+	// takes space at the end of the file first, and the size checked
+	// above would be a guess.
+	p.tune.parallelBuildMin = math.MaxInt
 	p.idx = &entryIndex{fs: p.fs, path: sortPath(dst), limit: p.tune.repairMemEntries,
 		twoLevelMax: p.tune.slotOrderTwoLevelMax}
 	defer p.idx.cleanup()

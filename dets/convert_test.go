@@ -289,6 +289,110 @@ func TestConvertBoundHoldsLargeBuckets(t *testing.T) {
 	}
 }
 
+// TestConvertBoundChunkedLargeBlocks: past 64 MiB the writer's chunked
+// layout puts each block of a chunk or more at the end of the file,
+// aligned to its own size, so blocks of 4 and 8 MiB in turn leave a gap
+// each time; the bound counted one gap (a 176.2 MB file against a bound
+// of 156.6 MB), and near otp9's limit a table passed the check, wrote
+// DST.TMP up to 2 GB and failed with ErrFileTooLarge.
+func TestConvertBoundChunkedLargeBlocks(t *testing.T) {
+	dir := t.TempDir()
+	n, b := filepath.Join(dir, "n.dets"), filepath.Join(dir, "b.dets")
+	tab, err := Open(n, Options{Format: Native})
+	must(t, err)
+	for i := range 20 {
+		size := 3 << 20 // a 4 MiB otp9 block
+		if i%2 == 1 {
+			size = 5 << 20 // an 8 MiB otp9 block
+		}
+		must(t, tab.Insert(etf.Tuple{etf.Int(i), etf.Binary(make([]byte, size))}))
+	}
+	must(t, tab.Close())
+	limited := func(limit int64) ConvertOptions {
+		return ConvertOptions{tune: withTuning(Options{}, func(tn *tuning) { tn.otp9SizeLimit = limit }).tune}
+	}
+	_, err = Convert(n, b, OTP9, limited(1))
+	var fe *FormatLimitError
+	if !errors.As(err, &fe) {
+		t.Fatalf("limit 1: %v, want a *FormatLimitError", err)
+	}
+	if _, err := Convert(n, b, OTP9, limited(int64(fe.Need))); err != nil {
+		t.Fatalf("Convert at the computed bound %d: %v", fe.Need, err)
+	}
+	fi, err := os.Stat(b)
+	must(t, err)
+	if fi.Size() > int64(fe.Need) {
+		t.Errorf("otp9 file of %d bytes, past the bound %d (by %d)", fi.Size(), fe.Need, fi.Size()-int64(fe.Need))
+	}
+}
+
+// TestConvertBoundRandom: the size bound is the written file's size, for
+// random mixes of small objects and large ones over several block
+// classes of a chunk or more, in every kind, in the chunked layout (the
+// index limit lowered, so that it spills, as past 2Mi objects: small
+// chunks, many large classes) and in the planned one; without -short also
+// past 64 MiB with the default tuning. Seeded: -seed replays a failure.
+func TestConvertBoundRandom(t *testing.T) {
+	seed := testSeed(t)
+	rng := rand.New(rand.NewSource(seed))
+	type round struct {
+		small, large int // object counts
+		lo, hi       int // log2 of the large objects' size range
+		memEntries   int // 0: the default
+	}
+	var rounds []round
+	for range 8 {
+		rounds = append(rounds, round{small: rng.Intn(300), large: 1 + rng.Intn(40), lo: 12, hi: 20, memEntries: 8})
+	}
+	for range 4 {
+		rounds = append(rounds, round{small: rng.Intn(300), large: 1 + rng.Intn(20), lo: 10, hi: 19})
+	}
+	if !testing.Short() {
+		rounds = append(rounds, round{small: 2000, large: 30, lo: 18, hi: 23})
+	}
+	for i, r := range rounds {
+		kind := []Kind{Set, Bag, DuplicateBag}[rng.Intn(3)]
+		dir := t.TempDir()
+		n, b := filepath.Join(dir, "n.dets"), filepath.Join(dir, "b.dets")
+		tab, err := Open(n, Options{Format: Native, Kind: kind})
+		must(t, err)
+		keys := max(1, (r.small+r.large)*2/3) // collisions make larger buckets
+		for j := range r.small + r.large {
+			size := 1 + rng.Intn(2000)
+			if j < r.large {
+				size = 1<<(r.lo+rng.Intn(r.hi-r.lo)) + rng.Intn(1<<r.lo)
+			}
+			v := make([]byte, size)
+			v[0] = byte(j) // distinct objects, so that a bag keeps them
+			must(t, tab.Insert(etf.Tuple{etf.Int(rng.Intn(keys)), etf.Binary(v), etf.Int(j)}))
+		}
+		must(t, tab.Close())
+		opts := func(limit int64) ConvertOptions {
+			return ConvertOptions{tune: withTuning(Options{}, func(tn *tuning) {
+				tn.otp9SizeLimit = limit
+				if r.memEntries > 0 {
+					tn.repairMemEntries = r.memEntries
+				}
+			}).tune}
+		}
+		_, err = Convert(n, b, OTP9, opts(1))
+		var fe *FormatLimitError
+		if !errors.As(err, &fe) {
+			t.Fatalf("round %d %+v: limit 1: %v, want a *FormatLimitError", i, r, err)
+		}
+		if _, err := Convert(n, b, OTP9, opts(int64(fe.Need))); err != nil {
+			t.Fatalf("round %d %+v, %s: Convert at the computed bound %d: %v", i, r, kind, fe.Need, err)
+		}
+		fi, err := os.Stat(b)
+		must(t, err)
+		if fi.Size() > int64(fe.Need) {
+			t.Errorf("round %d %+v, %s: otp9 file of %d bytes, past the bound %d (by %d)", i, r, kind, fi.Size(), fe.Need, fi.Size()-int64(fe.Need))
+		} else if fi.Size() != int64(fe.Need) {
+			t.Errorf("round %d %+v, %s: otp9 file of %d bytes, bound %d: the replay is not exact", i, r, kind, fi.Size(), fe.Need)
+		}
+	}
+}
+
 // TestConvertNeedsRepair: a source not closed properly is refused with
 // ErrNeedsRepair by default, and nothing is written.
 func TestConvertNeedsRepair(t *testing.T) {

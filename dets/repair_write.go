@@ -185,9 +185,10 @@ type tableWriter struct {
 	chunk              int64 // chunk size, a power of two
 	placers            []*placer
 
-	mu      sync.Mutex // guards pos and free while placers run
-	pos     int64      // next free byte (chunk-aligned once buckets begin)
-	free    buddy
+	mu sync.Mutex // guards dataEnd while placers run
+	// dataEnd: pos is the next free byte (chunk-aligned once buckets
+	// begin); free holds the gaps below it.
+	dataEnd
 	planned bool // the layout is planned (planExact): free is complete
 
 	// Totals, set by finish.
@@ -275,9 +276,7 @@ func newTableWriter(f File, p *repairPlan, bounds []uint32) (*tableWriter, error
 		w.placers = append(w.placers, &placer{w: w, hi: hi, lastSlot: int64(lo) - 1,
 			segFirst: int64(lo) / slotsPerSeg, segEnd: int64(hi) / slotsPerSeg})
 	}
-	w.free.base = baseAddr
-	w.pos = baseAddr + (start-baseAddr+chunk-1)/chunk*chunk
-	w.freeRange(start, w.pos)
+	w.startData(start, chunk)
 	// One buffer per class that uses chunks (blocks of 1 byte up to
 	// chunk/2) and placer, plus a few in flight, so take never waits for
 	// ever; two segment buffers per placer.
@@ -321,27 +320,33 @@ func (w *tableWriter) planExact(its []entryIter, b *slotBuilder, oldSize int64) 
 	if sb.run(it) != nil {
 		return
 	}
-	// Whichever block ends the data is left short: the free lists
-	// start right after its bucket's bytes. So each class in turn offers
-	// its bucket with the most unused bytes for the top, and the plan
-	// with the smallest file wins.
-	cs := sp.sizes
+	best, ok := bestPlan(w.bucketsStart, sp.sizes)
+	if !ok {
+		return
+	}
+	w.free, w.pos, w.planned = best.free, best.end, true
+	p.plan, p.topEnd = best, best.end
+}
+
+// bestPlan plans the blocks of cs after segments that end at start.
+// Whichever block ends the data is left short: the free lists start right
+// after its bucket's bytes. So each class in turn offers its bucket with
+// the most unused bytes for the top, and the plan with the smallest file
+// wins.
+func bestPlan(start int64, cs *classSizes) (*blockPlan, bool) {
 	var best *blockPlan
 	for c := 1; c <= maxBuddyClass; c++ {
 		if cs.count[c] == 0 {
 			continue
 		}
-		if pl, ok := planBlocks(w.bucketsStart, cs, c); ok && (best == nil || pl.fileEnd < best.fileEnd) {
+		if pl, ok := planBlocks(start, cs, c); ok && (best == nil || pl.fileEnd < best.fileEnd) {
 			best = pl
 		}
 	}
-	if best == nil {
-		if best, ok = planBlocks(w.bucketsStart, cs, 0); !ok {
-			return
-		}
+	if best != nil {
+		return best, true
 	}
-	w.free, w.pos, w.planned = best.free, best.end, true
-	p.plan, p.topEnd = best, best.end
+	return planBlocks(start, cs, 0)
 }
 
 // classSizes is what the sizing pass learns: the buckets per class, and
@@ -351,6 +356,15 @@ type classSizes struct {
 	count      [maxBuddyClass + 1]int64
 	roomiest   [maxBuddyClass + 1]int64 // ordinal
 	roomiestSz [maxBuddyClass + 1]int64 // its size
+}
+
+// add counts the next bucket, size bytes long (at most allocLimit).
+func (cs *classSizes) add(size int64) {
+	c := buddyClass(size)
+	if k := cs.count[c]; k == 0 || size < cs.roomiestSz[c] {
+		cs.roomiest[c], cs.roomiestSz[c] = k, size
+	}
+	cs.count[c]++
 }
 
 // blockPlan is a planned layout: per class, runs of adjacent blocks for
@@ -461,16 +475,15 @@ func (p *placer) flushBig() error {
 }
 
 // takeSpace reserves n bytes at the end of the file, starting at a multiple
-// of align (relative to the buddy base); the skipped gap is freed.
+// of align (relative to the buddy base); the skipped gap is freed. Past
+// allocLimit the build fails, so what it took does not matter.
 func (w *tableWriter) takeSpace(n, align int64) (int64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	a := baseAddr + (w.pos-baseAddr+align-1)/align*align
+	a := w.take(n, align)
 	if a+n > allocLimit {
 		return 0, fmt.Errorf("%w: %s", ErrFileTooLarge, "the repaired table does not fit")
 	}
-	w.freeRange(w.pos, a)
-	w.pos = a + n
 	return a, nil
 }
 
@@ -485,11 +498,7 @@ func (p *placer) addBucket(slot uint32, size int64, keys, objects int) ([]byte, 
 		if size > allocLimit {
 			return nil, fmt.Errorf("%w: %s", ErrFileTooLarge, "the repaired table does not fit")
 		}
-		cs, c := p.sizes, buddyClass(size)
-		if k := cs.count[c]; k == 0 || size < cs.roomiestSz[c] {
-			cs.roomiest[c], cs.roomiestSz[c] = k, size
-		}
-		cs.count[c]++
+		p.sizes.add(size)
 		p.scratch = slices.Grow(p.scratch[:0], int(size))
 		return p.scratch[:0:size], nil
 	}
@@ -541,7 +550,7 @@ func (p *placer) addBucket(slot uint32, size int64, keys, objects int) ([]byte, 
 	} else {
 		ch := &p.open[buddyClass(size)]
 		// A planned block extends the buffer only if it is adjacent.
-		if ch.buf != nil && (int64(len(ch.buf))+block > w.chunk || a >= 0 && a != ch.at+int64(len(ch.buf))) {
+		if ch.buf != nil && (chunkFull(int64(len(ch.buf)), block, w.chunk) || a >= 0 && a != ch.at+int64(len(ch.buf))) {
 			if err := w.aw.submit(bucketStream, ch.buf, ch.at); err != nil {
 				return nil, err
 			}
@@ -613,18 +622,11 @@ func (w *tableWriter) flushChunks() error {
 			if w.planned {
 				continue
 			}
-			if ch.at+w.chunk == w.pos {
-				w.pos = used
-			} else {
-				w.freeRange(used, ch.at+w.chunk)
-			}
+			w.endChunk(ch.at, used, w.chunk)
 		}
 	}
 	return err
 }
-
-// freeRange adds [a, b) to the free lists as maximal aligned buddy blocks.
-func (w *tableWriter) freeRange(a, b int64) { freeRangeTo(&w.free, a, b) }
 
 // freeRangeTo adds [a, b) to bd's free lists (base 1336) as maximal
 // aligned blocks, each in address order.
@@ -668,7 +670,7 @@ func (w *tableWriter) finish() error {
 	if w.planned {
 		w.pos = w.placers[0].topEnd
 	} else {
-		w.freeRange(w.pos, baseAddr+1<<31)
+		w.freeTail()
 	}
 	// Parts.
 	part := make([]byte, w.nParts*partSize)
