@@ -1,6 +1,7 @@
 package dets
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -91,7 +92,16 @@ const guardScanChunk = (headReadSize - 2*bucketHeaderSize) / scanStep * scanStep
 // vetFileFree checks a block of blockLen bytes at a that the allocator
 // handed out, before anything is written into it: when the file's free
 // lists named its range, no live bucket may lie in it or contain it.
-func (t *Table) vetFileFree(a, blockLen int64) error { return t.vetRange(a, blockLen, true) }
+//
+// On another error (a failed read) nothing was written into the block, so
+// it goes back to the allocator, as for any read error between two writes.
+func (t *Table) vetFileFree(a, blockLen int64) error {
+	err := t.vetRange(a, blockLen, true)
+	if err != nil && !errors.Is(err, errInconsistent) {
+		t.bud.freeBlock(a, blockLen)
+	}
+	return err
+}
 
 // vetRange checks [a, a+n) for a live bucket: for a block handed out
 // (block), one whose block overlaps it, since the two blocks would later

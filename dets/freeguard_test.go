@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/godets/godets/etf"
@@ -428,4 +429,46 @@ func TestFreeListMisalignedSameClass(t *testing.T) {
 			t.Errorf("key %s of the bucket at %d: %d objects after repair", etf.Format(k), x.ptr, len(objs))
 		}
 	}
+}
+
+// TestFreeGuardReadErrorKeepsFreeLists: a read failing in the guard's
+// check of a block fails that write only, like any read error: the block
+// goes back to the allocator, and a later save's free lists account for
+// every block (Check). It used to stay out of both.
+func TestFreeGuardReadErrorKeepsFreeLists(t *testing.T) {
+	ffs := &faultFS{}
+	path := tmpFile(t, "vetfault.dets")
+	tab, err := Open(path, Options{FS: ffs})
+	must(t, err)
+	for i := range 600 {
+		must(t, tab.Insert(paddedObj(i, 0, i%300)))
+	}
+	for i := 0; i < 600; i += 3 {
+		must(t, tab.Delete(etf.Int(i)))
+	}
+	must(t, tab.Close())
+	failed := 0
+	for nth := 1; nth <= 12; nth++ {
+		tab, err := Open(path, Options{FS: ffs})
+		must(t, err)
+		if len(tab.fileFree.blocks) == 0 {
+			t.Fatal("the table has no free space from its file: the test needs holes")
+		}
+		ffs.arm(nth, 0)
+		err = tab.Insert(paddedObj(1000+nth, 0, 200))
+		ffs.arm(0, 0)
+		if err != nil {
+			if !errors.Is(err, syscall.EIO) {
+				t.Fatalf("read #%d fails: Insert returned %v", nth, err)
+			}
+			failed++
+		}
+		must(t, tab.Sync())
+		mustCheck(t, tab)
+		must(t, tab.Close())
+	}
+	if failed == 0 {
+		t.Fatal("no fault hit an insert")
+	}
+	t.Logf("%d of 12 faults hit an insert", failed)
 }
