@@ -255,6 +255,34 @@ func TestConvertLimits(t *testing.T) {
 	}
 }
 
+// convertAtBound converts the native table n to otp9 at b twice: with a
+// size limit of 1, to learn the bound the limit check computes, then with
+// that bound as the limit, which must let it through. It returns the
+// bound and the size of the file written. tune, if not nil, changes the
+// rest of the tuning.
+func convertAtBound(t *testing.T, n, b, what string, tune func(*tuning)) (bound, size int64) {
+	t.Helper()
+	opts := func(limit int64) ConvertOptions {
+		return ConvertOptions{tune: withTuning(Options{}, func(tn *tuning) {
+			tn.otp9SizeLimit = limit
+			if tune != nil {
+				tune(tn)
+			}
+		}).tune}
+	}
+	_, err := Convert(n, b, OTP9, opts(1))
+	var fe *FormatLimitError
+	if !errors.As(err, &fe) {
+		t.Fatalf("%s: limit 1: %v, want a *FormatLimitError", what, err)
+	}
+	if _, err := Convert(n, b, OTP9, opts(int64(fe.Need))); err != nil {
+		t.Fatalf("%s: Convert at the computed bound %d: %v", what, fe.Need, err)
+	}
+	fi, err := os.Stat(b)
+	must(t, err)
+	return int64(fe.Need), fi.Size()
+}
+
 // TestConvertBoundHoldsLargeBuckets: the otp9 size bound that the limit
 // check uses holds for tables with a large bucket: the writer aligns each
 // block to its size, and the gap below the first large one was not
@@ -270,21 +298,9 @@ func TestConvertBoundHoldsLargeBuckets(t *testing.T) {
 		must(t, tab.Insert(etf.Tuple{etf.Int(1), etf.Binary(make([]byte, size))}))
 		must(t, tab.Insert(etf.Tuple{etf.Int(2), etf.Binary("small")}))
 		must(t, tab.Close())
-		limited := func(limit int64) ConvertOptions {
-			return ConvertOptions{tune: withTuning(Options{}, func(tn *tuning) { tn.otp9SizeLimit = limit }).tune}
-		}
-		_, err = Convert(n, b, OTP9, limited(1))
-		var fe *FormatLimitError
-		if !errors.As(err, &fe) {
-			t.Fatalf("limit 1: %v, want a *FormatLimitError", err)
-		}
-		if _, err := Convert(n, b, OTP9, limited(int64(fe.Need))); err != nil {
-			t.Fatalf("object of %d bytes: Convert at the computed bound %d: %v", size, fe.Need, err)
-		}
-		fi, err := os.Stat(b)
-		must(t, err)
-		if fi.Size() > int64(fe.Need) {
-			t.Errorf("object of %d bytes: otp9 file of %d bytes, past the bound %d", size, fi.Size(), fe.Need)
+		what := fmt.Sprintf("object of %d bytes", size)
+		if bound, got := convertAtBound(t, n, b, what, nil); got > bound {
+			t.Errorf("%s: otp9 file of %d bytes, past the bound %d", what, got, bound)
 		}
 	}
 }
@@ -308,21 +324,8 @@ func TestConvertBoundChunkedLargeBlocks(t *testing.T) {
 		must(t, tab.Insert(etf.Tuple{etf.Int(i), etf.Binary(make([]byte, size))}))
 	}
 	must(t, tab.Close())
-	limited := func(limit int64) ConvertOptions {
-		return ConvertOptions{tune: withTuning(Options{}, func(tn *tuning) { tn.otp9SizeLimit = limit }).tune}
-	}
-	_, err = Convert(n, b, OTP9, limited(1))
-	var fe *FormatLimitError
-	if !errors.As(err, &fe) {
-		t.Fatalf("limit 1: %v, want a *FormatLimitError", err)
-	}
-	if _, err := Convert(n, b, OTP9, limited(int64(fe.Need))); err != nil {
-		t.Fatalf("Convert at the computed bound %d: %v", fe.Need, err)
-	}
-	fi, err := os.Stat(b)
-	must(t, err)
-	if fi.Size() > int64(fe.Need) {
-		t.Errorf("otp9 file of %d bytes, past the bound %d (by %d)", fi.Size(), fe.Need, fi.Size()-int64(fe.Need))
+	if bound, got := convertAtBound(t, n, b, "mixed 4 and 8 MiB blocks", nil); got > bound {
+		t.Errorf("otp9 file of %d bytes, past the bound %d (by %d)", got, bound, got-bound)
 	}
 }
 
@@ -367,28 +370,16 @@ func TestConvertBoundRandom(t *testing.T) {
 			must(t, tab.Insert(etf.Tuple{etf.Int(rng.Intn(keys)), etf.Binary(v), etf.Int(j)}))
 		}
 		must(t, tab.Close())
-		opts := func(limit int64) ConvertOptions {
-			return ConvertOptions{tune: withTuning(Options{}, func(tn *tuning) {
-				tn.otp9SizeLimit = limit
-				if r.memEntries > 0 {
-					tn.repairMemEntries = r.memEntries
-				}
-			}).tune}
-		}
-		_, err = Convert(n, b, OTP9, opts(1))
-		var fe *FormatLimitError
-		if !errors.As(err, &fe) {
-			t.Fatalf("round %d %+v: limit 1: %v, want a *FormatLimitError", i, r, err)
-		}
-		if _, err := Convert(n, b, OTP9, opts(int64(fe.Need))); err != nil {
-			t.Fatalf("round %d %+v, %s: Convert at the computed bound %d: %v", i, r, kind, fe.Need, err)
-		}
-		fi, err := os.Stat(b)
-		must(t, err)
-		if fi.Size() > int64(fe.Need) {
-			t.Errorf("round %d %+v, %s: otp9 file of %d bytes, past the bound %d (by %d)", i, r, kind, fi.Size(), fe.Need, fi.Size()-int64(fe.Need))
-		} else if fi.Size() != int64(fe.Need) {
-			t.Errorf("round %d %+v, %s: otp9 file of %d bytes, bound %d: the replay is not exact", i, r, kind, fi.Size(), fe.Need)
+		what := fmt.Sprintf("round %d %+v, %s", i, r, kind)
+		bound, got := convertAtBound(t, n, b, what, func(tn *tuning) {
+			if r.memEntries > 0 {
+				tn.repairMemEntries = r.memEntries
+			}
+		})
+		if got > bound {
+			t.Errorf("%s: otp9 file of %d bytes, past the bound %d (by %d)", what, got, bound, got-bound)
+		} else if got != bound {
+			t.Errorf("%s: otp9 file of %d bytes, bound %d: the replay is not exact", what, got, bound)
 		}
 	}
 }

@@ -34,22 +34,7 @@ func freeGuardTable(t *testing.T, n int) (path string, live slotEntry, keys []et
 		if e.size == 0 || e.size <= live.size {
 			continue
 		}
-		body, err := tab.readBucket(slot, e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gs, _, perr := tab.parseBucket(body, nil, nil)
-		if perr != nil {
-			t.Fatal(perr)
-		}
-		live, keys = e, keys[:0]
-		for i := range gs {
-			k, err := gs[i].keyTerm(tab.keyPos)
-			if err != nil {
-				t.Fatal(err)
-			}
-			keys = append(keys, k)
-		}
+		live, keys = e, bucketKeys(t, tab, slot, e)
 	}
 	if err := tab.Close(); err != nil {
 		t.Fatal(err)
@@ -58,6 +43,23 @@ func freeGuardTable(t *testing.T, n int) (path string, live slotEntry, keys []et
 		t.Fatal("no live bucket")
 	}
 	return path, live, keys
+}
+
+// bucketKeys returns the keys of the bucket e of slot, in bucket order.
+func bucketKeys(t *testing.T, tab *Table, slot uint64, e slotEntry) []etf.Term {
+	t.Helper()
+	body, err := tab.readBucket(slot, e)
+	must(t, err)
+	gs, _, perr := tab.parseBucket(body, nil, nil)
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	keys := make([]etf.Term, len(gs))
+	for i := range gs {
+		keys[i], err = gs[i].keyTerm(tab.keyPos)
+		must(t, err)
+	}
+	return keys
 }
 
 // rewriteFreeLists replaces a closed otp9 file's free lists with what
@@ -291,27 +293,15 @@ func TestFreeListNamingTopBucket(t *testing.T) {
 		if e.size == 0 {
 			continue
 		}
-		body, err := tab.readBucket(slot, e)
-		must(t, err)
-		gs, _, perr := tab.parseBucket(body, nil, nil)
-		if perr != nil {
-			t.Fatal(perr)
-		}
-		k, err := gs[0].keyTerm(tab.keyPos)
-		must(t, err)
+		keys := bucketKeys(t, tab, slot, e)
 		if e.ptr < top.ptr {
-			other = k
+			other = keys[0]
 			continue
 		}
 		if len(topKeys) > 0 {
 			other = topKeys[0]
 		}
-		top, topKeys = e, nil
-		for i := range gs {
-			k, err := gs[i].keyTerm(tab.keyPos)
-			must(t, err)
-			topKeys = append(topKeys, k)
-		}
+		top, topKeys = e, keys
 	}
 	for _, s := range tab.segs {
 		if s > top.ptr {
@@ -394,18 +384,7 @@ func TestFreeListMisalignedSameClass(t *testing.T) {
 		if hitsTable {
 			continue
 		}
-		body, err := tab.readBucket(slot, e)
-		must(t, err)
-		gs, _, perr := tab.parseBucket(body, nil, nil)
-		if perr != nil {
-			t.Fatal(perr)
-		}
-		for i := range gs {
-			k, err := gs[i].keyTerm(1)
-			must(t, err)
-			keys = append(keys, k)
-		}
-		x = e
+		keys, x = bucketKeys(t, tab, slot, e), e
 		break
 	}
 	must(t, tab.Close())
