@@ -21,8 +21,8 @@ import (
 //     the range for ACTIVE status words, and a probe, for each size class
 //     the header counts, of the one address where a bucket of that class
 //     reaching into the range would start. A word is a live bucket only
-//     when its first key's slot names that address, as in repair's
-//     slotReferences.
+//     when its first key's slot names that address (repair's slotRefs
+//     asks the same of every entry at once; here one entry is read).
 //
 // The check is paid each time such space is handed out, a read of about
 // as many bytes as the write that follows; space beyond the file's data
